@@ -1,0 +1,203 @@
+"""The rule table: one entry per finding kind, with Dynamo's own id where one corresponds.
+
+Ids are stable (`# fuselens: ignore[FL102]`, settings, fixtures all name them).
+`gb_id`/`gb_type` come from torch/_dynamo/graph_break_registry.json (torch 2.13); each
+was checked against what real Dynamo logs for the construct (tests/corpus).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+GRAPH_BREAK = "graph-break"
+TRACE_UNSAFE = "trace-unsafe"
+RECOMPILE = "recompile"
+PERF = "perf"
+
+DOCS_URL = "https://github.com/fuselens/fuselens/blob/main/docs/rules.md#"
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    category: str
+    summary: str
+    why: str
+    fix_hint: str
+    gb_id: str | None = None
+    gb_type: str | None = None
+
+    @property
+    def url(self) -> str:
+        return DOCS_URL + self.code.lower()
+
+
+_RULES = [
+    # --- graph breaks under torch.compile -------------------------------------------------
+    Rule("FL101", "data-dependent-branch", GRAPH_BREAK,
+         "Branch on a tensor's value",
+         "Dynamo traces one path through the code. An `if`, `while`, ternary, `and`/`or`/`not` or "
+         "comprehension filter whose condition depends on tensor *data* cannot be decided while "
+         "tracing, so the graph ends here and Python evaluates the condition eagerly.",
+         "Compute both sides and select with `torch.where(cond, a, b)`, or use `torch.cond`.",
+         "GB0170", "Data-dependent branching"),
+    Rule("FL102", "tensor-item", GRAPH_BREAK,
+         "Tensor converted to a Python number",
+         "`.item()`, `float(t)`, `int(t)`, `bool(t)` and using a tensor as a Python index need the "
+         "value on the host, which does not exist while tracing (capture_scalar_outputs=False).",
+         "Keep the value as a 0-d tensor (e.g. `x * t` instead of `x * t.item()`), or set "
+         "`torch._dynamo.config.capture_scalar_outputs = True`.",
+         "GB0124", "Unsupported Tensor.item() call with capture_scalar_outputs=False"),
+    Rule("FL103", "tensor-tolist", GRAPH_BREAK,
+         "Tensor converted to a Python list",
+         "`.tolist()` materialises every element as a Python value; Dynamo cannot trace that for "
+         "floating tensors and needs data-dependent values for integer ones.",
+         "Keep the data in tensors; index or reduce instead of iterating a Python list.",
+         "GB0109", "Tensor.tolist() with non-integer tensor"),
+    Rule("FL104", "data-dependent-op", GRAPH_BREAK,
+         "Operation needs a tensor's value on the host",
+         "Math on a tensor through `math.*`, indexing with a 0-d tensor, or `.tolist()` of an "
+         "integer tensor reads data that only exists at run time.",
+         "Use the `torch.*` equivalent (e.g. `torch.sqrt`), or keep indices as tensors with "
+         "`torch.gather`/`index_select`.",
+         "GB0033", "Data dependent operator"),
+    Rule("FL105", "dynamic-output-shape", GRAPH_BREAK,
+         "Output shape depends on tensor values",
+         "`nonzero`, boolean-mask indexing, `unique`, `masked_select`, `bincount`, "
+         "`repeat_interleave` with tensor repeats produce a shape only known at run time "
+         "(capture_dynamic_output_shape_ops=False).",
+         "Keep a static shape: `torch.where(mask, x, 0)` instead of `x[mask]`, or set "
+         "`torch._dynamo.config.capture_dynamic_output_shape_ops = True`.",
+         "GB0036", "Dynamic shape operator"),
+    Rule("FL110", "print", GRAPH_BREAK,
+         "print() in compiled code",
+         "Dynamo cannot put I/O in a graph; every `print` splits the graph in two (and inside "
+         "`try`/`with` it can make Dynamo skip the whole frame).",
+         "Remove it, or guard it with `if not torch.compiler.is_compiling():`.",
+         "GB0059", "Failed to trace builtin operator"),
+    Rule("FL111", "logging", GRAPH_BREAK,
+         "logging call in compiled code",
+         "`logging.Logger` methods are not traceable outside export.",
+         "Log outside the compiled function, or guard with `torch.compiler.is_compiling()`.",
+         "GB0291", "logging.Logger method not supported for non-export cases"),
+    Rule("FL112", "warnings", GRAPH_BREAK,
+         "warnings.warn() in compiled code",
+         "Dynamo treats `warnings` as a skipped module; the call runs in Python between graphs.",
+         "Warn once outside the compiled function, or guard with `torch.compiler.is_compiling()`.",
+         "GB0007", "Attempted to call function marked as skipped"),
+    Rule("FL113", "stream-write", GRAPH_BREAK,
+         "Writing to a stream or file in compiled code",
+         "`sys.stdout.write`, `open()` and file methods are side effects Dynamo cannot trace.",
+         "Move I/O out of the compiled function.",
+         "GB0156", "Unsupported method call"),
+    Rule("FL114", "tensor-to-string", GRAPH_BREAK,
+         "Tensor formatted as a string",
+         "`str(t)`/`repr(t)`/`format` of a tensor needs its values. (An f-string alone is traced "
+         "lazily; the break happens where the string is used.)",
+         "Format outside the compiled function.",
+         "GB0569", "repr() on tensor"),
+    Rule("FL120", "deepcopy", GRAPH_BREAK,
+         "copy.deepcopy() in compiled code",
+         "Dynamo does not trace `copy.deepcopy` of tensors or modules.",
+         "Use `t.clone()` for tensors; copy modules outside the compiled region.",
+         "GB4198", "Attempted to copy.deepcopy a tensor"),
+    Rule("FL121", "untraceable-call", GRAPH_BREAK,
+         "Call into a function Dynamo skips",
+         "`time.*`, `random.random()`, `uuid`, `datetime.now()` and other library functions that "
+         "Dynamo marks as skipped run in Python; the graph ends before the call.",
+         "Compute the value outside and pass it in as an argument (or as a tensor).",
+         "GB0007", "Attempted to call function marked as skipped"),
+    Rule("FL122", "unsupported-numpy", GRAPH_BREAK,
+         "NumPy call Dynamo cannot translate",
+         "Dynamo traces most NumPy through torch._numpy, but not every function.",
+         "Use the torch equivalent.",
+         "GB0294", "attempted to trace numpy function unsupported by PyTorch"),
+    Rule("FL130", "disabled-call", GRAPH_BREAK,
+         "Call to a function excluded from compilation",
+         "A function decorated with `torch.compiler.disable` / `torch._dynamo.disable` always "
+         "runs eagerly: the graph ends before the call and resumes after it.",
+         "Remove the decorator if the function is traceable, or move the call outside.",
+         "GB0098", "Skip calling `torch.compiler.disable()`d function"),
+    Rule("FL131", "explicit-graph-break", GRAPH_BREAK,
+         "Explicit graph break",
+         "`torch._dynamo.graph_break()` ends the graph on purpose.",
+         "Remove it if it was left from debugging.",
+         "GB0025", "Call to `torch._dynamo.graph_break()`"),
+    Rule("FL140", "requires-grad-mutation", GRAPH_BREAK,
+         "requires_grad changed inside compiled code",
+         "Calling `requires_grad_()` on an intermediate that leaves the graph cannot be traced.",
+         "Set requires_grad on inputs before calling the compiled function.",
+         "GB8985", "requires_grad_() intermediate leaked as output"),
+    Rule("FL141", "parameter-in-forward", GRAPH_BREAK,
+         "nn.Parameter created inside compiled code",
+         "Creating parameters while tracing is unsupported; parameters belong in `__init__`.",
+         "Create the parameter in `__init__` (or a buffer with `register_buffer`).",
+         "GB0264", "Attempted to use `torch.nn.Parameter()` constructor with Dynamo"),
+    Rule("FL142", "autograd-in-compiled", GRAPH_BREAK,
+         "Autograd call inside compiled code",
+         "`torch.autograd.grad` (trace_autograd_ops=False) and `.backward()` on in-graph tensors "
+         "run outside the graph.",
+         "Compile the forward only and call backward outside, or use compiled autograd.",
+         "GB9186", "using `torch.autograd.grad` with `torch._dynamo.config.trace_autograd_ops=False`"),
+    Rule("FL143", "sort-tensors", GRAPH_BREAK,
+         "Python sort of tensors",
+         "`sorted()`/`list.sort()` over tensors compares tensor values in Python.",
+         "Stack and use `torch.sort`/`torch.argsort`.",
+         "GB0207", "sort with non-constant keys"),
+    # --- control flow that tracing would bake in -----------------------------------------
+    Rule("FL201", "trace-bakes-branch", TRACE_UNSAFE,
+         "Branch on a tensor's value is frozen by tracing",
+         "`torch.jit.trace` records only the path the example input takes; `torch.export` "
+         "rejects the data-dependent condition. Other inputs silently take the wrong branch.",
+         "Use `torch.where` or `torch.cond`.",
+         None, None),
+    Rule("FL202", "trace-bakes-value", TRACE_UNSAFE,
+         "Tensor value becomes a constant when traced",
+         "`.item()`, `float()`, `.tolist()` during tracing record the example's value as a "
+         "constant in the graph.",
+         "Keep the computation in tensors.",
+         None, None),
+    Rule("FL203", "trace-bakes-shape", TRACE_UNSAFE,
+         "Branch on a shape is frozen by tracing",
+         "A branch on `x.shape`/`len(x)` is decided for the example input's shape; other shapes "
+         "reuse that decision.",
+         "Trace with each shape class you need, or use `torch.export` with `Dim` constraints.",
+         None, None),
+    Rule("FL204", "trace-drops-side-effect", TRACE_UNSAFE,
+         "Python side effect runs only while tracing",
+         "`print`, logging and Python state updates run once at trace time and never again.",
+         "Move the side effect outside the traced function.",
+         None, None),
+    # --- recompiles ------------------------------------------------------------------------
+    Rule("FL301", "shape-specialization", RECOMPILE,
+         "Branch on a shape: Dynamo guards on it",
+         "Dynamo decides the branch at compile time and guards on the shape; an input whose shape "
+         "takes the other branch triggers a recompile.",
+         "Mark the dimension dynamic (`torch._dynamo.mark_dynamic`) or make both paths one "
+         "tensor expression.",
+         None, None),
+    Rule("FL302", "mutated-state", RECOMPILE,
+         "Compiled code mutates module or global state",
+         "Dynamo replays the mutation but guards on the old value, so each call that sees a new "
+         "value recompiles (up to the recompile limit, then falls back to eager).",
+         "Keep counters in tensors (`self.steps += 1` on a buffer) or outside the compiled code.",
+         "GB0039", "Dynamo recompile limit exceeded"),
+]
+
+RULES: dict[str, Rule] = {rule.code: rule for rule in _RULES}
+RULES_BY_NAME: dict[str, Rule] = {rule.name: rule for rule in _RULES}
+
+
+def resolve_codes(selectors) -> set[str]:
+    """Expands settings like ["FL1", "print", "FL302"] (prefixes, names or ids) to rule ids."""
+    codes: set[str] = set()
+    for selector in selectors:
+        selector = selector.strip()
+        if selector in RULES_BY_NAME:
+            codes.add(RULES_BY_NAME[selector].code)
+            continue
+        matched = {code for code in RULES if code.startswith(selector.upper())}
+        if not matched:
+            raise ValueError(f"unknown rule selector {selector!r}")
+        codes |= matched
+    return codes
