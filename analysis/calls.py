@@ -1,0 +1,322 @@
+"""Calls: builtins, torch functions, tensor methods, library calls, user functions.
+
+Each branch below is one of Dynamo's behaviours measured on torch 2.13 (see tests/corpus):
+which calls break the graph, and what type-lite value a call produces.
+"""
+from __future__ import annotations
+
+import ast
+
+from . import kinds as K
+from .fixes import fix_for
+from .index import ClassInfo, FunctionInfo
+from .kinds import Ty
+
+BUILTIN_NON_TENSOR = {"isinstance": K.T_BOOL, "issubclass": K.T_BOOL, "hasattr": K.T_BOOL, "callable": K.T_BOOL,
+                      "id": K.T_INT, "type": K.T_OBJ, "super": K.T_OBJ, "getattr": K.T_UNKNOWN,
+                      "setattr": K.T_NONE, "dict": K.T_OBJ, "set": K.T_OBJ, "object": K.T_OBJ,
+                      "iter": K.T_OBJ, "next": K.T_UNKNOWN, "divmod": K.T_OBJ, "hash": K.T_INT}
+
+
+def evaluate_call(walker, node: ast.Call) -> Ty:
+    func = node.func
+    args = [walker.expr(arg) for arg in node.args]
+    kwargs = {kw.arg: walker.expr(kw.value) for kw in node.keywords if kw.arg}
+    for kw in node.keywords:
+        if kw.arg is None:
+            walker.expr(kw.value)
+
+    receiver = walker.expr(func.value) if isinstance(func, ast.Attribute) else None
+    if receiver is not None:
+        if receiver.kind == K.TENSOR:
+            return tensor_method(walker, node, func.attr, receiver, args, kwargs)
+        if receiver.kind == K.MODULE:
+            return module_method(walker, node, func.attr, receiver, args, kwargs)
+        if receiver.kind == K.LOGGER:
+            if func.attr in walker_log_methods():
+                walker.report("FL111", node, "Logging call: logging.Logger methods are not traceable",
+                              fix=fix_for("FL111", walker, None, node))
+            return K.T_NONE
+        if receiver.kind == K.SEQ and func.attr == "sort" and _holds_tensors(receiver):
+            walker.report("FL143", node, "list.sort() over tensors compares their values in Python")
+            return K.T_NONE
+        if receiver.kind == K.SHAPE:
+            return K.T_SHAPE_INT if func.attr in ("numel", "index", "count") else K.T_UNKNOWN
+        if receiver.kind == K.NDARRAY:
+            return K.T_NDARRAY
+        if receiver.kind == K.SEQ and func.attr in ("append", "extend", "insert"):
+            return K.T_NONE
+        if receiver.kind == K.FUNC and func.attr in ("__call__",):
+            return walker.call_user(node, receiver.ref, args, kwargs)
+    callee = walker.expr(func) if not isinstance(func, ast.Attribute) else None
+    dotted = walker.dotted(func)
+
+    if callee is not None and callee.kind == K.FUNC and isinstance(callee.ref, FunctionInfo):
+        return walker.call_user(node, callee.ref, args, kwargs)
+    if callee is not None and callee.kind == K.CLASS and isinstance(callee.ref, ClassInfo):
+        return Ty(K.MODULE if callee.ref.is_module else K.OBJ, ref=callee.ref)
+    if callee is not None and callee.kind == K.MODULE:
+        return module_call(walker, node, callee, args, kwargs)
+    if isinstance(func, ast.Name) and dotted == func.id and (callee is None or callee.kind == K.UNKNOWN):
+        return builtin_call(walker, node, func.id, args, kwargs)
+    if dotted:
+        if walker.module.is_disabled_name(dotted):
+            walker.report("FL130", node, f"`{dotted}` is excluded from compilation (torch.compiler.disable)")
+            return K.T_UNKNOWN
+        function = walker.module.resolve_function(dotted) if "." in dotted or dotted in walker.module.functions \
+            else None
+        if function is not None:
+            return walker.call_user(node, function, args, kwargs)
+        cls = walker.module.resolve_class(dotted)
+        if cls is not None:
+            return Ty(K.MODULE if cls.is_module else K.OBJ, ref=cls)
+        return library_call(walker, node, dotted, args, kwargs)
+    return K.T_UNKNOWN
+
+
+def walker_log_methods():
+    from .checker import LOG_METHODS
+
+    return LOG_METHODS
+
+
+def _holds_tensors(ty: Ty) -> bool:
+    return ty.kind == K.SEQ and isinstance(ty.ref, Ty) and ty.ref.maybe_tensor
+
+
+# --- builtins ----------------------------------------------------------------------------------
+def builtin_call(walker, node: ast.Call, name: str, args: list[Ty], kwargs: dict) -> Ty:
+    first = args[0] if args else K.T_NONE
+    if name == "print":
+        walker.report("FL110", node, "print() splits the graph: Dynamo cannot trace I/O",
+                      fix=fix_for("FL110", walker, None, node))
+        return K.T_NONE
+    if name in ("float", "int", "bool", "complex") and first.is_tensor:
+        walker.report("FL102", node, f"{name}() of a tensor reads its value on the host")
+        return K.T_DATA
+    if name in ("float", "int", "complex"):
+        return Ty(K.INT if name == "int" else K.NUM, shape_derived=first.shape_derived) \
+            if first.kind != K.DATA else K.T_DATA
+    if name == "bool":
+        return K.T_BOOL if first.kind != K.DATA else K.T_DATA
+    if name in ("str", "repr", "format", "ascii") and first.is_tensor:
+        walker.report("FL114", node, f"{name}() of a tensor needs its values")
+        return K.T_STR
+    if name in ("str", "repr", "format", "ascii", "chr"):
+        return K.T_STR
+    if name in ("open", "input", "breakpoint", "exec", "eval"):
+        walker.report("FL113", node, f"{name}() is I/O Dynamo cannot trace")
+        return K.T_OBJ
+    if name == "len":
+        return K.T_SHAPE_INT if first.kind in (K.TENSOR, K.SHAPE) else K.T_INT
+    if name == "range":
+        for arg, ty in zip(node.args, args):
+            if ty.is_tensor:
+                walker.report("FL102", arg, "range() over a tensor bound reads its value on the host")
+        return K.seq_of(Ty(K.INT, shape_derived=any(t.shape_derived for t in args)))
+    if name in ("sorted",) and _holds_tensors(first):
+        walker.report("FL143", node, "sorted() over tensors compares their values in Python")
+        return first
+    if name in ("list", "tuple", "sorted", "reversed"):
+        if first.kind == K.TENSOR:
+            return K.seq_of(K.T_TENSOR)
+        if first.kind == K.SHAPE:
+            return K.T_SHAPE
+        return first if first.kind == K.SEQ else K.seq_of(K.T_UNKNOWN)
+    if name == "enumerate":
+        return K.seq_of(K.seq_of(K.T_UNKNOWN)) if first.kind != K.SEQ else K.seq_of(Ty(K.SEQ, ref=None))
+    if name == "zip":
+        return K.seq_of(Ty(K.SEQ, ref=_common_element(args)))
+    if name in ("max", "min", "sum", "abs", "round", "pow"):
+        if any(t.maybe_tensor or _holds_tensors(t) for t in args):
+            return K.T_TENSOR
+        if any(t.kind == K.DATA for t in args):
+            return K.T_DATA
+        shape = any(t.shape_derived for t in args) or (first.kind == K.SHAPE)
+        return Ty(K.NUM, shape_derived=shape)
+    if name in ("any", "all"):
+        if _holds_tensors(first) or first.maybe_tensor:
+            walker.report("FL101", node, f"{name}() over tensors tests each one's truth value")
+            return K.T_DATA
+        return K.T_BOOL
+    if name == "map":
+        return K.seq_of(K.T_UNKNOWN)
+    if name in BUILTIN_NON_TENSOR:
+        return BUILTIN_NON_TENSOR[name]
+    return K.T_UNKNOWN
+
+
+def _common_element(args: list[Ty]) -> Ty:
+    elements = [a.ref if a.kind == K.SEQ and isinstance(a.ref, Ty) else
+                (K.T_TENSOR if a.kind == K.TENSOR else K.T_UNKNOWN) for a in args]
+    return elements[0] if elements and all(e == elements[0] for e in elements) else K.T_UNKNOWN
+
+
+# --- tensor methods ----------------------------------------------------------------------------
+def tensor_method(walker, node: ast.Call, name: str, receiver: Ty, args: list[Ty], kwargs: dict) -> Ty:
+    if name == "item":
+        walker.report("FL102", node, "`.item()` reads the tensor's value on the host",
+                      fix=fix_for("FL102", walker, None, node))
+        return K.T_DATA
+    if name == "tolist":
+        if receiver.integer:
+            walker.report("FL104", node, "`.tolist()` of an integer tensor needs its values on the host")
+        else:
+            walker.report("FL103", node, "`.tolist()` materialises every element as a Python value")
+        return K.seq_of(K.T_DATA)
+    if name in K.DYNAMIC_SHAPE_OPS or (name == "repeat_interleave" and args and args[0].maybe_tensor):
+        walker.report("FL105", node, f"`.{name}()` returns a data-dependent number of elements")
+        return K.T_INT_TENSOR if name in ("nonzero", "argwhere", "bincount") else K.T_TENSOR
+    if name == "requires_grad_":
+        walker.report("FL140", node, "`requires_grad_()` inside compiled code")
+        return receiver
+    if name == "backward":
+        walker.report("FL142", node, "`.backward()` inside compiled code runs outside the graph")
+        return K.T_NONE
+    if name in ("__bool__", "__int__", "__float__", "__index__"):
+        walker.report("FL102", node, f"`{name}` reads the tensor's value on the host")
+        return K.T_DATA
+    if name in K.TENSOR_METHODS_NON_TENSOR:
+        if name in ("stride",) and (args or kwargs):
+            return K.T_INT
+        return K.TENSOR_METHODS_NON_TENSOR[name]
+    if name == "size":
+        return K.T_SHAPE_INT if (args or kwargs) else K.T_SHAPE
+    has_dim = bool(args) or "dim" in kwargs or "axis" in kwargs
+    if name in K.SEQUENCE_METHODS or (name in K.DIM_TUPLE_METHODS and has_dim and name not in ("amax", "amin")):
+        return K.T_TENSOR_SEQ
+    boolean = name in K.BOOL_RESULT or (name in K.LAYOUT_PRESERVING and receiver.boolean)
+    integer = name in K.INT_RESULT or (name in K.LAYOUT_PRESERVING and receiver.integer)
+    if name == "to" and args and args[0].kind == K.DTYPE:
+        boolean, integer = False, False
+    zero = (name in K.FULL_REDUCTIONS and not has_dim) or (receiver.zero_dim and name in K.LAYOUT_PRESERVING)
+    return Ty(K.TENSOR, zero_dim=zero, boolean=boolean, integer=integer)
+
+
+# --- modules -----------------------------------------------------------------------------------
+def module_method(walker, node: ast.Call, name: str, receiver: Ty, args: list[Ty], kwargs: dict) -> Ty:
+    cls = receiver.ref
+    if isinstance(cls, ClassInfo):
+        method = cls.lookup_method(name)
+        if method is not None:
+            return walker.call_user(node, method, args, kwargs, receiver=receiver)
+    attribute = walker.module_attribute(receiver, name)
+    if attribute.kind == K.MODULE:  # a sub-module: `self.proj(x)`
+        return module_call(walker, node, attribute, args, kwargs)
+    if attribute.kind == K.FUNC and isinstance(attribute.ref, FunctionInfo):
+        return walker.call_user(node, attribute.ref, args, kwargs)
+    if name in ("parameters", "named_parameters", "buffers", "children", "modules"):
+        return K.seq_of(K.T_TENSOR if "param" in name or "buffer" in name else Ty(K.MODULE))
+    if name == "forward":
+        return module_call(walker, node, receiver, args, kwargs)
+    if name in ("register_buffer", "register_parameter"):
+        return K.T_NONE
+    return K.T_UNKNOWN
+
+
+def module_call(walker, node: ast.Call, module: Ty, args: list[Ty], kwargs: dict) -> Ty:
+    cls = module.ref
+    if isinstance(cls, ClassInfo):
+        forward = cls.lookup_method("forward")
+        if forward is not None:
+            return walker.call_user(node, forward, args, kwargs, receiver=module)
+        return K.T_TENSOR
+    if cls in ("torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.ParameterList"):
+        return K.T_UNKNOWN
+    return K.T_TENSOR
+
+
+# --- library calls -----------------------------------------------------------------------------
+def library_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
+    from .checker import (AUTOGRAD_CALLS, GRAPH_BREAK_CALLS, PARAMETER_CALLS, SKIPPED_CALLS,
+                          STREAM_CALLS)
+
+    if dotted.startswith("torch."):
+        return torch_call(walker, node, dotted, args, kwargs, AUTOGRAD_CALLS, PARAMETER_CALLS, GRAPH_BREAK_CALLS)
+    head, _, last = dotted.rpartition(".")
+    if dotted in SKIPPED_CALLS:
+        walker.report("FL121", node, f"`{dotted}()` is not traceable: Dynamo skips it and the graph breaks")
+        return K.T_NUM
+    if dotted in STREAM_CALLS or last in ("write", "writelines") and head.startswith("sys."):
+        walker.report("FL113", node, f"`{dotted}()` writes to a stream")
+        return K.T_NONE
+    if head == "logging" and last in walker_log_methods():
+        walker.report("FL111", node, "Logging call: logging is not traceable",
+                      fix=fix_for("FL111", walker, None, node))
+        return K.T_NONE
+    if dotted == "logging.getLogger":
+        return K.T_LOGGER
+    if dotted == "warnings.warn":
+        walker.report("FL112", node, "warnings.warn() is skipped by Dynamo: the graph breaks",
+                      fix=fix_for("FL112", walker, None, node))
+        return K.T_NONE
+    if dotted == "copy.deepcopy":
+        walker.report("FL120", node, "copy.deepcopy() is not traceable")
+        return args[0] if args else K.T_UNKNOWN
+    if head == "math":
+        if any(t.is_tensor for t in args):
+            walker.report("FL104", node, f"`{dotted}` of a tensor converts it to a Python number")
+            return K.T_DATA
+        if any(t.kind == K.DATA for t in args):
+            return K.T_DATA
+        shape = any(t.shape_derived for t in args)
+        return Ty(K.INT if last in ("floor", "ceil", "gcd", "lcm", "prod", "comb", "perm", "isqrt") else K.NUM,
+                  shape_derived=shape)
+    if head in ("numpy", "np") or dotted.startswith("numpy."):
+        return K.T_NDARRAY
+    if head == "random":
+        return K.T_NUM
+    if dotted in ("functools.partial", "functools.reduce", "operator.itemgetter"):
+        return K.T_UNKNOWN
+    if dotted.startswith("einops."):
+        return K.T_TENSOR
+    return K.T_UNKNOWN
+
+
+def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict, autograd, parameters, graph_break) -> Ty:
+    name = dotted.rsplit(".", 1)[1]
+    if dotted in graph_break:
+        walker.report("FL131", node, "torch._dynamo.graph_break() ends the graph here")
+        return K.T_NONE
+    if dotted in autograd:
+        walker.report("FL142", node, f"`{dotted}` inside compiled code runs outside the graph")
+        return K.T_TENSOR_SEQ
+    if dotted in parameters:
+        walker.report("FL141", node, "nn.Parameter created inside compiled code")
+        return K.T_TENSOR
+    if dotted in K.TORCH_NON_TENSOR:
+        return K.TORCH_NON_TENSOR[dotted]
+    if dotted in ("torch.compiler.disable", "torch._dynamo.disable"):
+        return K.T_OBJ
+    namespace = dotted.rsplit(".", 1)[0]
+    if namespace in ("torch", "torch.special", "torch.linalg", "torch.fft", "torch.nn.functional"):
+        first = args[0] if args else K.T_NONE
+        if name in K.DYNAMIC_SHAPE_OPS or (name == "repeat_interleave" and K.is_dynamic_repeat(args)) \
+                or (name == "where" and len(args) == 1 and not kwargs):
+            walker.report("FL105", node, f"`{dotted}` returns a data-dependent number of elements")
+            return K.T_INT_TENSOR if name in ("nonzero", "argwhere", "bincount") else K.T_TENSOR_SEQ \
+                if name == "where" else K.T_TENSOR
+        if name in ("equal", "allclose", "is_nonzero"):
+            return K.T_DATA
+        has_dim = len(args) > 1 or "dim" in kwargs
+        if name in K.TORCH_SEQUENCE_FUNCS or (name in K.DIM_TUPLE_METHODS and has_dim):
+            return K.T_TENSOR_SEQ
+        boolean = name in K.BOOL_RESULT or (name in K.LAYOUT_PRESERVING and first.boolean) or (
+            kwargs.get("dtype") is not None and _is_bool_dtype(node))
+        integer = name in K.INT_RESULT or name in ("arange",) and all(t.kind == K.INT for t in args)
+        zero = name in K.FULL_REDUCTIONS and not has_dim
+        return Ty(K.TENSOR, zero_dim=zero, boolean=boolean, integer=integer)
+    if namespace.startswith("torch.nn") and name[:1].isupper():
+        return Ty(K.MODULE, ref=dotted)
+    if namespace in ("torch.nn.init",):
+        return K.T_TENSOR
+    if name[:1].isupper():
+        return K.T_OBJ
+    return K.T_TENSOR if namespace.startswith(("torch.ops", "torch.distributions")) else K.T_UNKNOWN
+
+
+def _is_bool_dtype(node: ast.Call) -> bool:
+    for keyword in node.keywords:
+        if keyword.arg == "dtype" and isinstance(keyword.value, ast.Attribute) and keyword.value.attr == "bool":
+            return True
+    return False

@@ -1,0 +1,970 @@
+"""Walks a function body the way Dynamo would trace it, and reports where tracing stops.
+
+An abstract interpreter over the AST: statements in order, an environment of type-lite
+values, calls into user functions followed with the argument types of the call site.
+Each function evaluation (function × mode × parameter types) is memoised with what it
+observed of the outside world, so after an edit only the edited function and the ones
+whose observations changed are walked again.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from . import kinds as K
+from .findings import CallSite, Finding, Fix, Span
+from .fixes import fix_for
+from .index import COMPILE, EXPORT, SCRIPT, TRACE, ClassInfo, FunctionInfo, ModuleIndex
+from .kinds import Ty
+from .rules import RULES
+
+MAX_DEPTH = 12
+
+# Graph-break rule → what the same construct means under torch.jit.trace / torch.export.
+TRACE_EQUIVALENT = {"FL101": "FL201", "FL102": "FL202", "FL103": "FL202", "FL104": "FL202",
+                    "FL110": "FL204", "FL111": "FL204", "FL112": "FL204", "FL113": "FL204",
+                    "FL301": "FL203"}
+
+LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log", "fatal"}
+SKIPPED_CALLS = {
+    "time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.time_ns",
+    "time.perf_counter_ns", "time.monotonic_ns", "time.sleep", "random.random", "random.seed",
+    "random.getrandbits", "random.shuffle", "uuid.uuid1", "uuid.uuid4", "uuid.uuid3", "uuid.uuid5",
+    "datetime.datetime.now", "datetime.datetime.utcnow", "datetime.datetime.today", "datetime.date.today",
+    "datetime.now", "datetime.utcnow", "datetime.today", "date.today",
+}
+STREAM_CALLS = {"sys.stdout.write", "sys.stderr.write", "sys.stdout.flush", "sys.stderr.flush"}
+AUTOGRAD_CALLS = {"torch.autograd.grad", "torch.autograd.backward"}
+PARAMETER_CALLS = {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
+GRAPH_BREAK_CALLS = {"torch._dynamo.graph_break"}
+DYNAMIC_SHAPE_FUNCS = {f"torch.{name}" for name in K.DYNAMIC_SHAPE_OPS}
+# Parameter names that are hyper-parameters, not tensors, when a root leaves them unannotated.
+SCALAR_PARAM_NAMES = {"dim", "axis", "n", "k", "p", "eps", "scale", "temperature", "top_k", "top_p", "steps",
+                      "num_steps", "max_len", "max_length", "max_new_tokens", "size", "stride", "padding",
+                      "training", "causal", "is_causal", "inplace", "keepdim", "reduction", "mode", "alpha",
+                      "beta", "gamma", "momentum", "lr", "weight_decay", "threshold", "iou_threshold",
+                      "label_smoothing", "ignore_index", "n_heads", "num_heads", "head_dim", "groups",
+                      "dropout", "base", "theta", "seq_len", "offset", "start_pos", "chunk_size",
+                      "block_size", "window", "window_size", "kernel_size", "margin", "smoothing", "tau"}
+SCALAR_PARAM_PREFIXES = ("num_", "n_", "max_", "min_", "use_", "is_", "return_", "with_", "do_", "has_")
+
+
+@dataclass
+class Evaluation:
+    """The memoised result of walking one function in one context."""
+
+    returns: Ty
+    findings: list[tuple]  # (code, span relative to the def line, message, fix relative)
+    calls: list[tuple]  # (callee key, call span relative, callee FunctionInfo, params) in order
+    observations: list[tuple]  # (callee key, returns) that the walk relied on
+
+
+@dataclass
+class Analysis:
+    """One analysis pass over the roots of a workspace."""
+
+    config: object
+    memo: dict = field(default_factory=dict)  # survives between passes (owned by the Workspace)
+    workspace: object = None
+    findings: dict = field(default_factory=dict)  # (path, line, code) → Finding
+    _active: set = field(default_factory=set)
+    _returns: dict = field(default_factory=dict)  # key → return type, in this pass
+    _collected: set = field(default_factory=set)
+
+    # --- entry points --------------------------------------------------------------------------
+    def run_root(self, mode: str, function: FunctionInfo) -> None:
+        if mode == SCRIPT:
+            return
+        params = root_parameters(function)
+        self.evaluate(function, mode, params, chain=(), depth=0)
+
+    def evaluate(self, function: FunctionInfo, mode: str, params: tuple, chain: tuple, depth: int) -> Ty:
+        key = (function.module.path, function.qualname, _segment_key(function), mode, params,
+               function.module.interface_key)
+        if key in self._returns:
+            self._collect(key, function, chain, depth)
+            return self._returns[key]
+        if key in self._active or depth > MAX_DEPTH:
+            return K.T_UNKNOWN
+        evaluation = self.memo.get(key)
+        if evaluation is not None and not self._still_valid(evaluation, chain, depth):
+            evaluation = None
+        if evaluation is None:
+            self._active.add(key)
+            try:
+                evaluation = FunctionWalker(self, function, mode, params, chain, depth).run()
+            finally:
+                self._active.discard(key)
+            self.memo[key] = evaluation
+        self._returns[key] = evaluation.returns
+        self._collect(key, function, chain, depth)
+        return evaluation.returns
+
+    def _still_valid(self, evaluation: Evaluation, chain: tuple, depth: int) -> bool:
+        # Re-evaluate the callees the cached walk relied on, as they stand now; a callee that
+        # moved, vanished or returns something else means the caller must be walked again.
+        for callee_key, callee, params, call_chain, returns in evaluation.observations:
+            current = self._current(callee, params)
+            if current is None:
+                return False
+            callee, params = current
+            if self.evaluate(callee, callee_key[3], params, chain + call_chain, depth + 1) != returns:
+                return False
+        return True
+
+    def _current(self, callee: FunctionInfo, params: tuple):
+        if self.workspace is None:
+            return callee, params
+        function = self.workspace.current_function(callee)
+        if function is None:
+            return None
+        refreshed = []
+        for ty in params:
+            if isinstance(ty.ref, ClassInfo):
+                cls = self.workspace.current_class(ty.ref)
+                if cls is None:
+                    return None
+                ty = ty.but(ref=cls)
+            refreshed.append(ty)
+        return function, tuple(refreshed)
+
+    def _collect(self, key, function: FunctionInfo, chain: tuple, depth: int) -> None:
+        if key in self._collected:
+            return
+        self._collected.add(key)
+        evaluation = self.memo[key]
+        base = function_base_line(function)
+        ignores = function.module.ignores
+        for code, rel, message, fix in evaluation.findings:
+            span = Span(rel.line + base, rel.column, rel.end_line + base, rel.end_column)
+            if not self.config.enabled(code):
+                continue
+            if span.line in ignores and (ignores[span.line] is None or code in ignores[span.line]):
+                continue
+            finding_key = (function.module.path, span.line, code)
+            if finding_key not in self.findings:
+                self.findings[finding_key] = Finding(code, function.module.path, span, message,
+                                                     function.qualname, chain, _rebase_fix(fix, base))
+        for callee_key, callee, params, call_chain, _returns in evaluation.observations:
+            current = self._current(callee, params)
+            if current is not None:
+                self.evaluate(current[0], callee_key[3], current[1], chain + call_chain, depth + 1)
+
+
+def _segment_key(function: FunctionInfo) -> tuple:
+    key = function.segment_key
+    if key is None:
+        text = function.block.text if function.cls is None or function.qualname.count(".") > 1 \
+            else _method_text(function)
+        key = function.segment_key = (text, function.node.col_offset, function.node.lineno)
+    return key
+
+
+def _method_text(function: FunctionInfo) -> str:
+    node = function.node
+    start = (node.decorator_list[0].lineno if node.decorator_list else node.lineno) - 1
+    lines = function.block.text.splitlines(keepends=True)
+    return "".join(lines[start:node.end_lineno])
+
+
+def function_base_line(function: FunctionInfo) -> int:
+    """Absolute line of the def (relative spans are measured from here)."""
+    return function.node.lineno + function.block.first_line - 1
+
+
+def _rebase_fix(fix, base: int):
+    if fix is None:
+        return None
+    edits = tuple(type(edit)(Span(edit.span.line + base, edit.span.column, edit.span.end_line + base,
+                                  edit.span.end_column), edit.new_text) for edit in fix.edits)
+    return Fix(fix.title, edits)
+
+
+def root_parameters(function: FunctionInfo) -> tuple:
+    """Types of a root's parameters: annotations, defaults, names; otherwise a tensor."""
+    node = function.node
+    args = [*node.args.posonlyargs, *node.args.args]
+    defaults = [None] * (len(args) - len(node.args.defaults)) + list(node.args.defaults)
+    params = []
+    for index, (arg, default) in enumerate(zip(args, defaults)):
+        if index == 0 and function.cls is not None and arg.arg in ("self", "cls"):
+            params.append(Ty(K.MODULE, ref=function.cls))
+        else:
+            params.append(_parameter_type(function.module, arg, default, guess_tensor=True))
+    for arg, default in zip(node.args.kwonlyargs, node.args.kw_defaults):
+        params.append(_parameter_type(function.module, arg, default, guess_tensor=True))
+    return tuple(params)
+
+
+def _parameter_type(module: ModuleIndex, arg: ast.arg, default, guess_tensor: bool) -> Ty:
+    if arg.annotation is not None:
+        annotated = annotation_type(module, arg.annotation)
+        if annotated.kind != K.UNKNOWN:
+            return annotated
+    if default is not None:
+        if isinstance(default, ast.Constant):
+            value = default.value
+            if value is None:
+                return K.T_TENSOR.but(optional=True) if guess_tensor else K.T_UNKNOWN
+            if isinstance(value, bool):
+                return K.T_BOOL
+            if isinstance(value, (int, float)):
+                return K.T_NUM
+            if isinstance(value, str):
+                return K.T_STR
+        return K.T_UNKNOWN
+    name = arg.arg
+    if name in SCALAR_PARAM_NAMES or name.startswith(SCALAR_PARAM_PREFIXES) or name.endswith(
+            ("_size", "_dim", "_len", "_idx", "_index", "_threshold", "_eps", "_rate", "_prob")):
+        return K.T_NUM
+    if name in ("args", "kwargs", "config", "cfg"):
+        return K.T_UNKNOWN
+    return K.T_TENSOR if guess_tensor else K.T_UNKNOWN
+
+
+def annotation_type(module: ModuleIndex, node: ast.expr) -> Ty:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return K.T_UNKNOWN
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):  # Tensor | None
+        left, right = annotation_type(module, node.left), annotation_type(module, node.right)
+        return K.join(left, right)
+    if isinstance(node, ast.Subscript):
+        outer = module.dotted(node.value) or ""
+        if outer.endswith("Optional"):
+            return annotation_type(module, node.slice).but(optional=True)
+        if outer.endswith(("List", "Tuple", "Sequence", "list", "tuple")):
+            inner = node.slice.elts[0] if isinstance(node.slice, ast.Tuple) and node.slice.elts else node.slice
+            return K.seq_of(annotation_type(module, inner))
+        return K.T_UNKNOWN
+    if isinstance(node, ast.Constant) and node.value is None:
+        return K.T_NONE
+    name = module.dotted(node) or ""
+    if name in ("torch.Tensor", "Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+        return K.T_TENSOR
+    if name in ("int", "float", "complex"):
+        return K.T_NUM
+    if name == "bool":
+        return K.T_BOOL
+    if name == "str":
+        return K.T_STR
+    if name in ("torch.dtype",):
+        return K.T_DTYPE
+    if name in ("torch.device",):
+        return K.T_DEVICE
+    cls = module.resolve_class(name) if name else None
+    if cls is not None:
+        return Ty(K.MODULE if cls.is_module else K.OBJ, ref=cls)
+    return K.T_UNKNOWN
+
+
+class FunctionWalker:
+    """Walks one function body in one context."""
+
+    def __init__(self, analysis: Analysis, function: FunctionInfo, mode: str, params: tuple, chain, depth):
+        self.analysis = analysis
+        self.function = function
+        self.module = function.module
+        self.mode = mode
+        self.chain = chain
+        self.depth = depth
+        self.base = function.node.lineno  # block-relative line of the def
+        self.offset = function.block.first_line - 1
+        self.env: dict[str, Ty] = {}
+        self.local_imports: dict[str, str] = {}
+        self.local_functions: dict[str, FunctionInfo] = {}
+        self.globals_declared: set[str] = set()
+        self.returns: Ty | None = None
+        self.result = Evaluation(K.T_UNKNOWN, [], [], [])
+        self._seen: set = set()
+        self.current_statement: ast.stmt | None = None
+        self.item_next_to_tensor: set[int] = set()  # `.item()` calls whose other operand is a tensor
+        node = function.node
+        args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+        for arg, ty in zip(args, params):
+            self.env[arg.arg] = ty
+        if node.args.vararg:
+            self.env[node.args.vararg.arg] = K.T_TENSOR_SEQ
+        if node.args.kwarg:
+            self.env[node.args.kwarg.arg] = K.T_OBJ
+
+    def run(self) -> Evaluation:
+        try:
+            self.block(self.function.node.body)
+        except RecursionError:
+            pass  # pathological nesting: keep what was found so far
+        self.result.returns = self.returns or K.T_NONE
+        return self.result
+
+    # --- reporting -----------------------------------------------------------------------------
+    def report(self, code: str, node: ast.AST, message: str | None = None, span_node=None, fix=None) -> None:
+        if self.mode != COMPILE:
+            code = TRACE_EQUIVALENT.get(code)
+            if code is None:
+                return
+        rule = RULES[code]
+        span = self.relative_span(span_node or node)
+        key = (span.line, code)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        if message is None:
+            message = rule.summary
+        if self.mode == EXPORT and code == "FL201":
+            message += " (torch.export fails on it)"
+        self.result.findings.append((code, span, message, fix if self.mode == COMPILE else None))
+
+    def relative_span(self, node: ast.AST) -> Span:
+        line = node.lineno
+        column = node.col_offset
+        end_line = node.end_lineno or line
+        end_column = node.end_col_offset if node.end_col_offset is not None else column
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            # Python 3.11 attributes a multi-line method call to the line of its attribute.
+            func = node.func
+            line = func.end_lineno or line
+            column = max((func.end_col_offset or 0) - len(func.attr), 0)
+        line_text = self._line_text(line)
+        end_text = self._line_text(end_line) if end_line != line else line_text
+        column, end_column = _char_column(line_text, column), _char_column(end_text, end_column)
+        return Span(line - self.base, column, end_line - self.base, end_column)
+
+    def _line_text(self, line: int) -> str:
+        lines = getattr(self, "_lines", None)
+        if lines is None:
+            lines = self._lines = self.function.block.text.splitlines()
+        return lines[line - 1] if 0 < line <= len(lines) else ""
+
+    # --- statements ----------------------------------------------------------------------------
+    def block(self, statements: list[ast.stmt]) -> None:
+        for statement in statements:
+            self.statement(statement)
+
+    def statement(self, node: ast.stmt) -> None:
+        self.current_statement = node
+        method = getattr(self, "stmt_" + type(node).__name__, None)
+        if method is not None:
+            method(node)
+        else:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr):
+                    self.expr(child)
+                elif isinstance(child, ast.stmt):
+                    self.statement(child)
+
+    def stmt_Expr(self, node: ast.Expr) -> None:
+        self.expr(node.value)
+
+    def stmt_Assign(self, node: ast.Assign) -> None:
+        value = self.expr(node.value)
+        for target in node.targets:
+            self.assign(target, value, node)
+
+    def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is None:
+            return
+        value = self.expr(node.value)
+        if value.kind == K.UNKNOWN:
+            value = annotation_type(self.module, node.annotation)
+        self.assign(node.target, value, node)
+
+    def stmt_AugAssign(self, node: ast.AugAssign) -> None:
+        current = self.expr(node.target)
+        value = self.binary(current, self.expr(node.value), node.op)
+        self.assign(node.target, value, node)
+
+    def assign(self, target: ast.expr, value: Ty, statement: ast.stmt) -> None:
+        if isinstance(target, ast.Name):
+            self.env[target.id] = value
+            if target.id in self.globals_declared and value.kind in (K.INT, K.NUM, K.BOOL, K.DATA, K.UNKNOWN):
+                self.report("FL302", statement, f"Global `{target.id}` changes on every call; Dynamo "
+                                                f"guards on its value and recompiles")
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            element = self.element_type(value)
+            for item in target.elts:
+                inner = item.value if isinstance(item, ast.Starred) else item
+                self.assign(inner, K.seq_of(element) if isinstance(item, ast.Starred) else element, statement)
+        elif isinstance(target, ast.Attribute):
+            owner = self.expr(target.value)
+            if (owner.kind == K.MODULE and isinstance(target.value, ast.Name) and target.value.id == "self"
+                    and value.kind in (K.INT, K.NUM, K.BOOL, K.DATA)
+                    and isinstance(statement, ast.AugAssign)):
+                self.report("FL302", statement, f"`self.{target.attr}` is a Python value updated on every call; "
+                                                f"Dynamo guards on it and recompiles")
+        elif isinstance(target, ast.Subscript):
+            self.expr(target.value)
+            self.expr(target.slice)
+
+    def stmt_Return(self, node: ast.Return) -> None:
+        value = self.expr(node.value) if node.value is not None else K.T_NONE
+        self.returns = value if self.returns is None else K.join(self.returns, value)
+
+    def stmt_If(self, node: ast.If) -> None:
+        self.test(node.test, node)
+        before = dict(self.env)
+        self.block(node.body)
+        after_body = self.env
+        self.env = dict(before)
+        self.block(node.orelse)
+        self.env = _merge(after_body, self.env)
+
+    def stmt_While(self, node: ast.While) -> None:
+        self.test(node.test, node)
+        self.block(node.body)
+        self.test(node.test, node)  # the loop-carried types may now make the test a tensor
+        self.block(node.orelse)
+
+    def stmt_For(self, node: ast.For) -> None:
+        iterable = self.expr(node.iter)
+        self.assign(node.target, self.element_type(iterable), node)
+        self.block(node.body)
+        self.block(node.body)  # second pass: loop-carried types (e.g. a tensor accumulator)
+        self.block(node.orelse)
+
+    stmt_AsyncFor = stmt_For
+
+    def stmt_With(self, node: ast.With) -> None:
+        for item in node.items:
+            context = self.expr(item.context_expr)
+            if item.optional_vars is not None:
+                self.assign(item.optional_vars, K.T_OBJ if context.kind != K.TENSOR else context, node)
+        self.block(node.body)
+
+    stmt_AsyncWith = stmt_With
+
+    def stmt_Try(self, node: ast.Try) -> None:
+        self.block(node.body)
+        for handler in node.handlers:
+            if handler.name:
+                self.env[handler.name] = K.T_OBJ
+            self.block(handler.body)
+        self.block(node.orelse)
+        self.block(node.finalbody)
+
+    stmt_TryStar = stmt_Try
+
+    def stmt_Assert(self, node: ast.Assert) -> None:
+        # Dynamo turns `assert <tensor>` into a runtime assert: no break (measured on 2.13).
+        self.expr(node.test)
+
+    def stmt_Raise(self, node: ast.Raise) -> None:
+        return  # the exception path is not traced unless taken
+
+    def stmt_Global(self, node: ast.Global) -> None:
+        self.globals_declared.update(node.names)
+
+    def stmt_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if alias.asname:
+                self.local_imports[alias.asname] = alias.name
+            else:
+                self.local_imports[alias.name.split(".")[0]] = alias.name.split(".")[0]
+
+    def stmt_ImportFrom(self, node: ast.ImportFrom) -> None:
+        for alias in node.names:
+            if node.module and node.level == 0:
+                self.local_imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+
+    def stmt_FunctionDef(self, node: ast.FunctionDef) -> None:
+        info = FunctionInfo(f"{self.function.qualname}.{node.name}", node, self.function.block, self.module,
+                            self.function.cls)
+        for decorator in node.decorator_list:
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if self.dotted(target) in ("torch.compiler.disable", "torch._dynamo.disable"):
+                info.disabled = True
+        self.local_functions[node.name] = info
+        self.env[node.name] = Ty(K.FUNC, ref=info)
+
+    stmt_AsyncFunctionDef = stmt_FunctionDef
+
+    def stmt_ClassDef(self, node: ast.ClassDef) -> None:
+        self.env[node.name] = K.T_OBJ
+
+    # --- tests (truthiness) ----------------------------------------------------------------------
+    def test(self, node: ast.expr, statement: ast.AST | None = None) -> Ty:
+        """Evaluates `node` in a boolean context (if/while/ternary/filter/and/or/not)."""
+        if isinstance(node, ast.BoolOp):
+            result = None
+            for value in node.values:
+                ty = self.test(value)
+                result = ty if result is None else K.join(result, ty)
+            return result or K.T_UNKNOWN
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return self.test(node.operand, statement)
+        ty = self.expr(node)
+        if ty.is_tensor:
+            fix = fix_for("FL101", self, statement, node) if statement is not None else None
+            self.report("FL101", node, self._branch_message(node, statement), fix=fix)
+        elif ty.kind in (K.BOOL, K.INT, K.NUM) and ty.shape_derived:
+            self.report("FL301", node, "Branch on a tensor's shape: Dynamo specializes on it and "
+                                       "recompiles when an input takes the other branch")
+        return ty
+
+    def _branch_message(self, node: ast.expr, statement) -> str:
+        kind = {ast.If: "`if`", ast.While: "`while`", ast.IfExp: "conditional expression",
+                ast.comprehension: "comprehension filter"}.get(type(statement), "boolean operator")
+        return f"{kind} depends on a tensor's value"
+
+    # --- expressions ---------------------------------------------------------------------------
+    def expr(self, node: ast.expr | None) -> Ty:
+        if node is None:
+            return K.T_NONE
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr):
+                    self.expr(child)
+            return K.T_UNKNOWN
+        return method(node)
+
+    def expr_Constant(self, node: ast.Constant) -> Ty:
+        value = node.value
+        if value is None:
+            return K.T_NONE
+        if isinstance(value, bool):
+            return K.T_BOOL
+        if isinstance(value, int):
+            return K.T_INT
+        if isinstance(value, (float, complex)):
+            return K.T_NUM
+        if isinstance(value, str):
+            return K.T_STR
+        return K.T_OBJ
+
+    def expr_Name(self, node: ast.Name) -> Ty:
+        name = node.id
+        if name in self.env:
+            return self.env[name]
+        if name in self.local_imports:
+            return Ty(K.OBJ, ref=self.local_imports[name])
+        function = self.module.functions.get(name)
+        if function is not None:
+            return Ty(K.FUNC, ref=function)
+        cls = self.module.classes.get(name)
+        if cls is not None:
+            return Ty(K.CLASS, ref=cls)
+        if name in self.module.globals:
+            return self.global_type(name)
+        if name in self.module.imports:
+            return Ty(K.OBJ, ref=self.module.imports[name])
+        return K.T_UNKNOWN
+
+    def global_type(self, name: str) -> Ty:
+        value = self.module.globals[name]
+        if isinstance(value, ast.Constant):
+            return self.expr_Constant(value)
+        if isinstance(value, ast.Call):
+            callee = self.dotted(value.func) or ""
+            if callee == "logging.getLogger" or callee.endswith(".getLogger"):
+                return K.T_LOGGER
+            if callee.startswith("torch.") and callee.split(".")[-1][:1].islower() \
+                    and callee not in K.TORCH_NON_TENSOR and not callee.startswith(("torch.nn.", "torch.jit.")):
+                return K.T_TENSOR
+            if callee == "torch.compiler.disable" or callee == "torch._dynamo.disable":
+                return K.T_OBJ
+        return K.T_UNKNOWN
+
+    def dotted(self, node: ast.expr) -> str | None:
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name) or node.id in self.env:
+            return None
+        head = self.local_imports.get(node.id) or self.module.imports.get(node.id, node.id)
+        return ".".join([head, *reversed(parts)])
+
+    def expr_Attribute(self, node: ast.Attribute) -> Ty:
+        owner = self.expr(node.value)
+        attr = node.attr
+        if owner.kind == K.TENSOR:
+            if attr in K.TENSOR_ATTRS:
+                return K.TENSOR_ATTRS[attr]
+            if attr in ("T", "mT", "H", "mH", "data", "real", "imag"):
+                return owner.but(zero_dim=False) if attr != "data" else owner
+            if attr == "grad":
+                return K.T_TENSOR.but(optional=True)
+            return K.T_OBJ
+        if owner.kind == K.MODULE:
+            return self.module_attribute(owner, attr)
+        if owner.kind == K.SHAPE:
+            return K.T_OBJ
+        dotted = self.dotted(node)
+        if dotted:
+            if dotted.startswith("torch."):
+                last = dotted.rsplit(".", 1)[1]
+                if last in K.DTYPE_NAMES and dotted.count(".") == 1:
+                    return K.T_DTYPE
+                if last[:1].isupper():
+                    return Ty(K.CLASS, ref=dotted)
+                return Ty(K.OBJ, ref=dotted)
+            if dotted.startswith("math.") and dotted.count(".") == 1 and dotted[5:] in ("pi", "e", "inf", "nan", "tau"):
+                return K.T_NUM
+            function = self.module.resolve_function(dotted) if "." in dotted else None
+            if function is not None:
+                return Ty(K.FUNC, ref=function)
+            return Ty(K.OBJ, ref=dotted)
+        return K.T_UNKNOWN
+
+    def module_attribute(self, owner: Ty, attr: str) -> Ty:
+        if attr == "training":
+            return K.T_BOOL
+        cls = owner.ref
+        if isinstance(cls, ClassInfo):
+            attrs = class_attributes(cls)
+            if attr in attrs:
+                return attrs[attr]
+            method = cls.lookup_method(attr)
+            if method is not None:
+                return Ty(K.FUNC, ref=method)
+            return K.T_UNKNOWN
+        if attr in K.NN_TENSOR_ATTRS:
+            return K.T_TENSOR.but(optional=attr.startswith("bias"))
+        return K.T_UNKNOWN
+
+    def expr_Subscript(self, node: ast.Subscript) -> Ty:
+        container = self.expr(node.value)
+        index = self.expr(node.slice)
+        if container.kind == K.TENSOR:
+            if isinstance(node.ctx, ast.Load):
+                self.check_tensor_index(node, index)
+            return K.T_TENSOR.but(boolean=container.boolean, integer=container.integer)
+        if container.kind == K.SHAPE:
+            return K.T_SHAPE if isinstance(node.slice, ast.Slice) else K.T_SHAPE_INT
+        if container.kind == K.SEQ:
+            if index.is_tensor:
+                self.report("FL102", node, "Python sequence indexed with a tensor: Dynamo reads its value")
+            if isinstance(node.slice, ast.Slice):
+                return container
+            return container.ref if isinstance(container.ref, Ty) else K.T_UNKNOWN
+        if container.kind in (K.OBJ, K.UNKNOWN, K.NDARRAY) and index.is_tensor and container.kind == K.OBJ \
+                and container.ref is None:
+            self.report("FL102", node, "Python container indexed with a tensor: Dynamo reads its value")
+        if container.kind == K.NDARRAY:
+            return K.T_NDARRAY
+        return K.T_UNKNOWN
+
+    def check_tensor_index(self, node: ast.Subscript, index: Ty) -> None:
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        part_types = [self.expr(part) for part in parts] if len(parts) > 1 else [index]
+        for part_type in part_types:
+            if part_type.is_tensor and part_type.boolean:
+                self.report("FL105", node, "Boolean-mask indexing: the result's size depends on the mask's values")
+                return
+            if part_type.is_tensor and part_type.zero_dim and part_type.integer:
+                self.report("FL104", node, "Indexing with a 0-d tensor reads its value on the host")
+                return
+
+    def expr_Slice(self, node: ast.Slice) -> Ty:
+        for part in (node.lower, node.upper, node.step):
+            if part is not None:
+                ty = self.expr(part)
+                if ty.is_tensor:
+                    self.report("FL102", part, "Slice bound is a tensor: Dynamo reads its value")
+        return K.T_OBJ
+
+    def expr_Tuple(self, node) -> Ty:
+        types = [self.expr(element) for element in node.elts]
+        if types and all(t.kind == K.INT or t.kind == K.NUM for t in types):
+            return K.Ty(K.SHAPE, shape_derived=any(t.shape_derived for t in types))
+        element = types[0] if types and all(t == types[0] for t in types) else (
+            K.T_TENSOR if any(t.maybe_tensor for t in types) else K.T_UNKNOWN)
+        return K.seq_of(element)
+
+    expr_List = expr_Tuple
+    expr_Set = expr_Tuple
+
+    def expr_Dict(self, node: ast.Dict) -> Ty:
+        for key in node.keys:
+            if key is not None:
+                self.expr(key)
+        for value in node.values:
+            self.expr(value)
+        return K.T_OBJ
+
+    def expr_JoinedStr(self, node: ast.JoinedStr) -> Ty:
+        for value in node.values:
+            if isinstance(value, ast.FormattedValue):
+                self.expr(value.value)
+        return K.T_STR
+
+    def expr_BinOp(self, node: ast.BinOp) -> Ty:
+        if _is_item_call(node.left):
+            right = self.expr(node.right)
+            if right.is_tensor:
+                self.item_next_to_tensor.add(id(node.left))
+            left = self.expr(node.left)
+        else:
+            left = self.expr(node.left)
+            if _is_item_call(node.right) and left.is_tensor:
+                self.item_next_to_tensor.add(id(node.right))
+            right = self.expr(node.right)
+        if isinstance(node.op, ast.Mod) and left.kind == K.STR and right.maybe_tensor:
+            self.report("FL114", node, "Tensor formatted with `%`: needs its values")
+        return self.binary(left, right, node.op)
+
+    def binary(self, left: Ty, right: Ty, op: ast.operator) -> Ty:
+        if left.kind == K.TENSOR or right.kind == K.TENSOR:
+            tensor = left if left.kind == K.TENSOR else right
+            other = right if tensor is left else left
+            both_bool = tensor.boolean and (other.boolean or other.kind == K.BOOL)
+            logical = isinstance(op, (ast.BitAnd, ast.BitOr, ast.BitXor))
+            return K.Ty(K.TENSOR, boolean=both_bool and logical,
+                        zero_dim=tensor.zero_dim and (other.kind != K.TENSOR or other.zero_dim),
+                        integer=tensor.integer and (other.integer or other.kind == K.INT))
+        if left.kind == K.NDARRAY or right.kind == K.NDARRAY:
+            return K.T_NDARRAY
+        if left.kind == K.SEQ or right.kind == K.SEQ:
+            return left if left.kind == K.SEQ else right
+        if left.kind == K.SHAPE and right.kind in (K.SHAPE, K.SEQ):
+            return K.T_SHAPE
+        if left.kind == K.STR or right.kind == K.STR:
+            return K.T_STR
+        numeric = (K.INT, K.NUM, K.BOOL, K.DATA)
+        if left.kind in numeric and right.kind in numeric:
+            if K.DATA in (left.kind, right.kind):
+                return K.T_DATA
+            shape = left.shape_derived or right.shape_derived
+            if left.kind == K.INT and right.kind == K.INT and not isinstance(op, ast.Div):
+                return K.T_SHAPE_INT if shape else K.T_INT
+            return Ty(K.NUM, shape_derived=shape)
+        return K.T_UNKNOWN
+
+    def expr_UnaryOp(self, node: ast.UnaryOp) -> Ty:
+        if isinstance(node.op, ast.Not):
+            operand = self.test(node.operand, node)
+            return K.T_BOOL if not operand.maybe_tensor else K.T_BOOL_TENSOR
+        operand = self.expr(node.operand)
+        if isinstance(node.op, ast.Invert) and operand.kind == K.TENSOR:
+            return operand
+        return operand if operand.kind != K.BOOL else K.T_INT
+
+    def expr_BoolOp(self, node: ast.BoolOp) -> Ty:
+        # `a and b` / `a or b` test every operand but the last for truthiness.
+        result = None
+        for index, value in enumerate(node.values):
+            ty = self.test(value, node) if index < len(node.values) - 1 else self.expr(value)
+            result = ty if result is None else K.join(result, ty)
+        return result or K.T_UNKNOWN
+
+    def expr_Compare(self, node: ast.Compare) -> Ty:
+        types = [self.expr(node.left), *(self.expr(c) for c in node.comparators)]
+        if any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
+            return K.T_BOOL
+        if any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
+            return K.T_BOOL
+        if any(t.kind == K.TENSOR for t in types):
+            zero = all(t.zero_dim or t.kind != K.TENSOR for t in types)
+            return Ty(K.TENSOR, boolean=True, zero_dim=zero)
+        if any(t.kind == K.NDARRAY for t in types):
+            return K.T_NDARRAY
+        if any(t.kind == K.DATA for t in types):
+            return K.T_DATA
+        return K.T_SHAPE_BOOL if any(t.shape_derived for t in types) else K.T_BOOL
+
+    def expr_IfExp(self, node: ast.IfExp) -> Ty:
+        self.test(node.test, node)
+        return K.join(self.expr(node.body), self.expr(node.orelse))
+
+    def expr_NamedExpr(self, node: ast.NamedExpr) -> Ty:
+        value = self.expr(node.value)
+        self.env[node.target.id] = value
+        return value
+
+    def expr_Lambda(self, node: ast.Lambda) -> Ty:
+        return K.T_OBJ
+
+    def expr_Starred(self, node: ast.Starred) -> Ty:
+        return self.expr(node.value)
+
+    def comprehension(self, node, elements: list[ast.expr]) -> list[Ty]:
+        saved = dict(self.env)
+        for generator in node.generators:
+            iterable = self.expr(generator.iter)
+            self.assign(generator.target, self.element_type(iterable), node)
+            for condition in generator.ifs:
+                self.test(condition, generator)
+        types = [self.expr(element) for element in elements]
+        self.env = saved
+        return types
+
+    def expr_ListComp(self, node) -> Ty:
+        return K.seq_of(self.comprehension(node, [node.elt])[0])
+
+    expr_SetComp = expr_ListComp
+    expr_GeneratorExp = expr_ListComp
+
+    def expr_DictComp(self, node) -> Ty:
+        self.comprehension(node, [node.key, node.value])
+        return K.T_OBJ
+
+    def expr_Await(self, node) -> Ty:
+        return self.expr(node.value)
+
+    def expr_Yield(self, node) -> Ty:
+        if node.value is not None:
+            self.expr(node.value)
+        return K.T_UNKNOWN
+
+    expr_YieldFrom = expr_Yield
+
+    def element_type(self, iterable: Ty) -> Ty:
+        if iterable.kind == K.SEQ:
+            return iterable.ref if isinstance(iterable.ref, Ty) else K.T_UNKNOWN
+        if iterable.kind == K.TENSOR:
+            return K.T_TENSOR.but(boolean=iterable.boolean, integer=iterable.integer)
+        if iterable.kind == K.SHAPE:
+            return K.T_SHAPE_INT
+        if iterable.kind == K.MODULE and iterable.ref == "torch.nn.ModuleList":
+            return Ty(K.MODULE)
+        return K.T_UNKNOWN
+
+    def expr_Call(self, node: ast.Call) -> Ty:
+        from .calls import evaluate_call  # the call rules live in their own module
+
+        return evaluate_call(self, node)
+
+    # --- user functions ------------------------------------------------------------------------
+    def call_user(self, node: ast.Call, callee: FunctionInfo, args: list[Ty], kwargs: dict[str, Ty],
+                  receiver: Ty | None = None) -> Ty:
+        if callee.disabled:
+            self.report("FL130", node, f"`{callee.qualname}` is excluded from compilation "
+                                       f"(torch.compiler.disable): the graph breaks around the call")
+            return K.T_UNKNOWN
+        params = bind_parameters(callee, args, kwargs, receiver)
+        call_span = self.relative_span(node)
+        absolute = Span(call_span.line + self.base + self.offset, call_span.column,
+                        call_span.end_line + self.base + self.offset, call_span.end_column)
+        hop = (CallSite(self.module.path, absolute, self.function.qualname),)
+        callee_key = (callee.module.path, callee.qualname, _segment_key(callee), self.mode, params,
+                      callee.module.interface_key)
+        returns = self.analysis.evaluate(callee, self.mode, params, self.chain + hop, self.depth + 1)
+        self.result.observations.append((callee_key, callee, params, hop, returns))
+        if returns.kind == K.UNKNOWN and callee.name == "forward":
+            return K.T_TENSOR
+        return returns
+
+
+def bind_parameters(callee: FunctionInfo, args: list[Ty], kwargs: dict[str, Ty], receiver: Ty | None) -> tuple:
+    node = callee.node
+    positional = [*node.args.posonlyargs, *node.args.args]
+    defaults = [None] * (len(positional) - len(node.args.defaults)) + list(node.args.defaults)
+    values = list(args)
+    if receiver is not None:
+        values.insert(0, receiver)
+    params = []
+    for index, (arg, default) in enumerate(zip(positional, defaults)):
+        if index < len(values):
+            ty = values[index]
+        elif arg.arg in kwargs:
+            ty = kwargs[arg.arg]
+        else:
+            ty = _parameter_type(callee.module, arg, default, guess_tensor=False) if default is not None \
+                else K.T_UNKNOWN
+        if ty.kind == K.UNKNOWN and arg.annotation is not None:
+            ty = annotation_type(callee.module, arg.annotation)
+        params.append(ty)
+    for arg, default in zip(node.args.kwonlyargs, node.args.kw_defaults):
+        ty = kwargs.get(arg.arg)
+        if ty is None:
+            ty = _parameter_type(callee.module, arg, default, guess_tensor=False) if default is not None \
+                else K.T_UNKNOWN
+        params.append(ty)
+    return tuple(params)
+
+
+def _is_item_call(node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "item" \
+        and not node.args
+
+
+def _merge(a: dict, b: dict) -> dict:
+    merged = dict(a)
+    for name, ty in b.items():
+        merged[name] = K.join(merged[name], ty) if name in merged else ty
+    return merged
+
+
+def _char_column(line: str, byte_column: int) -> int:
+    if line.isascii():
+        return byte_column
+    return len(line.encode("utf-8")[:byte_column].decode("utf-8", errors="ignore"))
+
+
+# --- class attributes (from __init__) -----------------------------------------------------------
+_class_attr_cache: dict = {}
+
+
+def class_attributes(cls: ClassInfo) -> dict[str, Ty]:
+    """Types of `self.x` set in `__init__` (and inherited from workspace base classes)."""
+    key = (cls.module.path, cls.name, cls.module.interface_key)
+    cached = _class_attr_cache.get(key)
+    if cached is not None:
+        return cached
+    attrs: dict[str, Ty] = {}
+    _class_attr_cache[key] = attrs  # recursion guard for self-referencing classes
+    for base in reversed(cls.module.base_classes(cls)):
+        attrs.update(class_attributes(base))
+    base_names = set(cls.bases)
+    if base_names & {"torch.nn.Linear", "torch.nn.Conv1d", "torch.nn.Conv2d", "torch.nn.Embedding",
+                     "torch.nn.LayerNorm"}:
+        attrs.update({"weight": K.T_TENSOR, "bias": K.T_TENSOR.but(optional=True)})
+    init = cls.methods.get("__init__")
+    if init is not None:
+        walker = _InitWalker(init)
+        walker.run()
+        attrs.update(walker.attributes)
+    if len(_class_attr_cache) > 5000:
+        _class_attr_cache.clear()
+    return attrs
+
+
+class _InitWalker(FunctionWalker):
+    """Evaluates `__init__` only to learn what `self.<name>` holds."""
+
+    def __init__(self, function: FunctionInfo):
+        params = tuple([Ty(K.MODULE, ref=function.cls)] + [
+            _parameter_type(function.module, arg, default, guess_tensor=False)
+            for arg, default in _args_with_defaults(function.node)][1:])
+        super().__init__(Analysis(config=None), function, "init", params, (), MAX_DEPTH)
+        self.attributes: dict[str, Ty] = {}
+        for name, ty in list(self.env.items()):
+            if ty.kind == K.UNKNOWN:
+                self.env[name] = K.T_NUM  # unannotated __init__ arguments are hyper-parameters
+
+    def report(self, *args, **kwargs) -> None:
+        return  # __init__ runs eagerly; nothing to report
+
+    def call_user(self, node, callee, args, kwargs, receiver=None) -> Ty:
+        return K.T_UNKNOWN
+
+    def assign(self, target, value, statement) -> None:
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+            self.attributes[target.attr] = value
+        else:
+            super().assign(target, value, statement)
+
+    def expr_Call(self, node: ast.Call) -> Ty:
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in ("register_buffer", "register_parameter") \
+                and isinstance(func.value, ast.Name) and func.value.id == "self" and node.args \
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            value = self.expr(node.args[1]) if len(node.args) > 1 else K.T_TENSOR
+            self.attributes[node.args[0].value] = K.T_TENSOR if value.kind != K.NONE else K.T_TENSOR.but(
+                optional=True)
+            return K.T_NONE
+        if isinstance(func, ast.Attribute) and func.attr == "append" and isinstance(func.value, ast.Attribute) \
+                and isinstance(func.value.value, ast.Name) and func.value.value.id == "self" and node.args:
+            element = self.expr(node.args[0])
+            current = self.attributes.get(func.value.attr)
+            if current is not None and current.kind == K.SEQ and not isinstance(current.ref, Ty):
+                self.attributes[func.value.attr] = K.seq_of(element)
+        return super().expr_Call(node)
+
+
+def _args_with_defaults(node):
+    positional = [*node.args.posonlyargs, *node.args.args]
+    defaults = [None] * (len(positional) - len(node.args.defaults)) + list(node.args.defaults)
+    return [*zip(positional, defaults), *zip(node.args.kwonlyargs, node.args.kw_defaults)]

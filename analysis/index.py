@@ -1,0 +1,340 @@
+"""What a module defines: imports, functions, classes, globals, compile roots.
+
+Built from the parsed blocks without looking inside function bodies, except in blocks
+whose text mentions a compile entry point (`compile(`, `jit.trace`, `export(` ...), so
+building it stays cheap on large files.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+from .findings import Span
+from .source import Block
+
+COMPILE = "compile"  # torch.compile / model.compile(): graph-break and recompile rules
+TRACE = "trace"      # torch.jit.trace: trace-unsafe rules
+EXPORT = "export"    # torch.export.export: trace-unsafe rules
+SCRIPT = "script"    # torch.jit.script: TorchScript compiles control flow; no break rules
+
+ROOT_CALLS = {
+    "torch.compile": COMPILE,
+    "torch.jit.trace": TRACE,
+    "torch.jit.trace_module": TRACE,
+    "torch.jit.script": SCRIPT,
+    "torch.export.export": EXPORT,
+    "torch.export": EXPORT,
+}
+DISABLE_CALLS = {"torch.compiler.disable", "torch._dynamo.disable"}
+MODULE_BASES = {"torch.nn.Module", "torch.nn.modules.module.Module"}
+
+_ROOT_HINT = re.compile(r"compile\(|jit\.|export\(|disable\(|optimize\(")
+_IGNORE = re.compile(r"#\s*fuselens:\s*ignore(?:\[([^\]]*)\])?", re.I)
+
+
+@dataclass(eq=False)
+class FunctionInfo:
+    qualname: str
+    node: ast.FunctionDef | ast.AsyncFunctionDef
+    block: Block
+    module: "ModuleIndex"
+    cls: "ClassInfo | None" = None
+    disabled: bool = False
+    segment_key: tuple | None = None  # memo identity of the body (see checker._segment_key)
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    # Identity is the definition's name, not the object: memo keys survive re-indexing.
+    def __hash__(self) -> int:
+        return hash((self.module.path, self.qualname))
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, FunctionInfo) and (self.module.path, self.qualname) == (
+            other.module.path, other.qualname)
+
+
+@dataclass(eq=False)
+class ClassInfo:
+    name: str
+    node: ast.ClassDef
+    block: Block
+    module: "ModuleIndex"
+    bases: list[str] = field(default_factory=list)  # resolved dotted names, or local names
+    methods: dict[str, FunctionInfo] = field(default_factory=dict)
+    _is_module: bool | None = None
+
+    def __hash__(self) -> int:
+        return hash((self.module.path, self.name))
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ClassInfo) and (self.module.path, self.name) == (other.module.path, other.name)
+
+    def lookup_method(self, name: str, seen=None) -> FunctionInfo | None:
+        if name in self.methods:
+            return self.methods[name]
+        seen = seen or set()
+        for base in self.module.base_classes(self):
+            if base not in seen:
+                seen.add(base)
+                found = base.lookup_method(name, seen)
+                if found:
+                    return found
+        return None
+
+    @property
+    def is_module(self) -> bool:
+        """nn.Module subclass. An unresolvable external base (e.g. a Hugging Face
+        PreTrainedModel) counts when the class defines forward."""
+        if self._is_module is None:
+            self._is_module = False  # breaks cycles
+            result = False
+            for base in self.bases:
+                if base in MODULE_BASES:
+                    result = True
+                elif base in self.module.classes:
+                    result = result or self.module.classes[base].is_module
+                else:
+                    target = self.module.resolve_class(base)
+                    if target is not None:
+                        result = result or target.is_module
+                    elif base not in ("object", "") and "forward" in self.methods and not base.startswith(
+                            ("typing.", "enum.", "abc.", "collections.", "dataclasses.", "builtins.")):
+                        result = True
+            self._is_module = result
+        return self._is_module
+
+
+@dataclass(frozen=True)
+class Root:
+    mode: str
+    function: FunctionInfo
+    span: Span  # where the root is declared (decorator or compile call)
+
+
+@dataclass(eq=False)
+class ModuleIndex:
+    path: str
+    name: str  # dotted module name within the workspace ("" when unknown)
+    text: str
+    blocks: list[Block]
+    workspace: object = None  # the Workspace that resolves cross-file imports
+    imports: dict[str, str] = field(default_factory=dict)
+    functions: dict[str, FunctionInfo] = field(default_factory=dict)
+    classes: dict[str, ClassInfo] = field(default_factory=dict)
+    globals: dict[str, ast.expr] = field(default_factory=dict)
+    disabled_names: set[str] = field(default_factory=set)
+    roots: list[Root] = field(default_factory=list)
+    ignores: dict[int, frozenset[str] | None] = field(default_factory=dict)
+    # Changes whenever anything but a function body changes (imports, globals, signatures,
+    # decorators, __init__): memoised function walks are keyed on it.
+    interface_key: int = 0
+
+    def roots_with_modules(self, config) -> list[Root]:
+        """Declared roots, plus every nn.Module subclass's forward when the settings say
+        modules are compiled (the usual `torch.compile(model)`)."""
+        roots = list(self.roots)
+        if config.assume_modules_compiled:
+            declared = {(root.mode, root.function) for root in roots}
+            for cls in self.classes.values():
+                forward = cls.methods.get("forward")
+                if forward is not None and cls.is_module and (COMPILE, forward) not in declared:
+                    roots.append(Root(COMPILE, forward, cls.block.file_span(forward.node)))
+        return roots
+
+    # --- name resolution -------------------------------------------------------------------
+    def dotted(self, node: ast.expr) -> str | None:
+        """`F.relu` → "torch.nn.functional.relu"; a local def → its own name."""
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        head = self.imports.get(node.id, node.id)
+        return ".".join([head, *reversed(parts)])
+
+    def base_classes(self, cls: ClassInfo) -> list[ClassInfo]:
+        result = []
+        for base in cls.bases:
+            target = self.classes.get(base) or self.resolve_class(base)
+            if target is not None:
+                result.append(target)
+        return result
+
+    def resolve_class(self, dotted: str) -> ClassInfo | None:
+        if dotted in self.classes:
+            return self.classes[dotted]
+        if self.workspace is not None:
+            symbol = self.workspace.resolve_symbol(dotted, self)
+            if isinstance(symbol, ClassInfo):
+                return symbol
+        return None
+
+    def resolve_function(self, dotted: str) -> FunctionInfo | None:
+        if dotted in self.functions:
+            return self.functions[dotted]
+        if self.workspace is not None:
+            symbol = self.workspace.resolve_symbol(dotted, self)
+            if isinstance(symbol, FunctionInfo):
+                return symbol
+        return None
+
+    def is_disabled_name(self, dotted: str) -> bool:
+        if dotted in self.disabled_names:
+            return True
+        function = self.resolve_function(dotted) if "." in dotted else None
+        return bool(function and function.disabled)
+
+
+def build_index(path: str, module_name: str, text: str, blocks: list[Block], workspace=None) -> ModuleIndex:
+    index = ModuleIndex(path, module_name, text, blocks, workspace)
+    index.ignores = _ignore_comments(text)
+    for block in blocks:
+        for statement in block.statements:
+            _index_statement(index, block, statement)
+    for block in blocks:
+        if _ROOT_HINT.search(block.text):
+            for statement in block.statements:
+                _find_root_calls(index, block, statement)
+    return index
+
+
+def _index_statement(index: ModuleIndex, block: Block, node: ast.stmt) -> None:
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.asname:
+                index.imports[alias.asname] = alias.name
+            else:
+                top = alias.name.split(".")[0]
+                index.imports[top] = top
+    elif isinstance(node, ast.ImportFrom):
+        base = _absolute_module(index.name, node.module, node.level)
+        for alias in node.names:
+            if alias.name != "*":
+                index.imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        info = FunctionInfo(node.name, node, block, index)
+        index.functions[node.name] = info
+        _apply_decorators(index, info, block)
+    elif isinstance(node, ast.ClassDef):
+        cls = ClassInfo(node.name, node, block, index,
+                        bases=[index.dotted(base) or "" for base in node.bases])
+        index.classes[node.name] = cls
+        for item in node.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                method = FunctionInfo(f"{node.name}.{item.name}", item, block, index, cls)
+                cls.methods[item.name] = method
+                _apply_decorators(index, method, block)
+    elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            if isinstance(target, ast.Name):
+                index.globals[target.id] = node.value
+    elif isinstance(node, (ast.If, ast.Try)):
+        # `try: import x except ImportError: ...` and `if TYPE_CHECKING:` still bind names.
+        for child in [*node.body, *getattr(node, "orelse", []), *getattr(node, "finalbody", []),
+                      *(s for h in getattr(node, "handlers", []) for s in h.body)]:
+            _index_statement(index, block, child)
+
+
+def _absolute_module(current: str, module: str | None, level: int) -> str:
+    if level == 0:
+        return module or ""
+    parts = current.split(".") if current else []
+    base = parts[: len(parts) - level] if level <= len(parts) else []
+    return ".".join([*base, module] if module else base)
+
+
+def _apply_decorators(index: ModuleIndex, info: FunctionInfo, block: Block) -> None:
+    for decorator in info.node.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        name = index.dotted(target)
+        if name in DISABLE_CALLS:
+            info.disabled = True
+        elif name in ROOT_CALLS and name != "torch.export.export":
+            index.roots.append(Root(ROOT_CALLS[name], info, block.file_span(decorator)))
+
+
+def _find_root_calls(index: ModuleIndex, block: Block, statement: ast.stmt) -> None:
+    """Finds `torch.compile(fn)`, `torch.jit.trace(model, ...)`, `model.compile()`, and
+    `g = torch.compiler.disable(f)` anywhere in the block."""
+    # Instances bound in the same scope: `model = Net(); opt = torch.compile(model)`.
+    instances: dict[str, str] = {}
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name):
+            callee = index.dotted(node.value.func)
+            if callee and (callee in index.classes or index.resolve_class(callee)):
+                instances[node.targets[0].id] = callee
+    for node in ast.walk(statement):
+        if not isinstance(node, ast.Call):
+            continue
+        callee = index.dotted(node.func)
+        if callee in DISABLE_CALLS and node.args:
+            disabled = index.dotted(node.args[0])
+            function = index.resolve_function(disabled) if disabled else None
+            if function is not None:
+                function.disabled = True
+            parent_target = _assigned_name(statement, node)
+            if parent_target:
+                index.disabled_names.add(parent_target)
+            continue
+        mode = ROOT_CALLS.get(callee or "")
+        if mode is None and isinstance(node.func, ast.Call) and index.dotted(node.func.func) == "torch._dynamo.optimize":
+            mode = COMPILE
+        if mode is None and isinstance(node.func, ast.Attribute) and node.func.attr == "compile" \
+                and not node.args and isinstance(node.func.value, ast.Name) and node.func.value.id in instances:
+            target = instances[node.func.value.id]
+            _add_module_root(index, target, COMPILE, block.file_span(node))
+            continue
+        if mode is None or not node.args:
+            continue
+        subject = node.args[0]
+        span = block.file_span(node)
+        if isinstance(subject, ast.Call):
+            class_name = index.dotted(subject.func)
+            if class_name:
+                _add_module_root(index, class_name, mode, span)
+            continue
+        name = index.dotted(subject)
+        if name is None:
+            continue
+        if isinstance(subject, ast.Name) and subject.id in instances:
+            _add_module_root(index, instances[subject.id], mode, span)
+        elif name.endswith(".forward") and name.rsplit(".", 1)[0].split(".")[-1] in instances:
+            _add_module_root(index, instances[name.rsplit(".", 1)[0].split(".")[-1]], mode, span)
+        else:
+            function = index.resolve_function(name)
+            if function is not None:
+                index.roots.append(Root(mode, function, span))
+            else:
+                _add_module_root(index, name, mode, span)
+
+
+def _add_module_root(index: ModuleIndex, class_name: str, mode: str, span: Span) -> None:
+    cls = index.resolve_class(class_name)
+    if cls is not None:
+        forward = cls.lookup_method("forward")
+        if forward is not None:
+            index.roots.append(Root(mode, forward, span))
+
+
+def _assigned_name(statement: ast.stmt, call: ast.Call) -> str | None:
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Assign) and node.value is call and isinstance(node.targets[0], ast.Name):
+            return node.targets[0].id
+    return None
+
+
+def _ignore_comments(text: str) -> dict[int, frozenset[str] | None]:
+    if "fuselens" not in text:
+        return {}
+    result: dict[int, frozenset[str] | None] = {}
+    for match in _IGNORE.finditer(text):
+        line = text.count("\n", 0, match.start()) + 1
+        codes = match.group(1)
+        result[line] = frozenset(c.strip().upper() for c in codes.split(",") if c.strip()) if codes else None
+    return result

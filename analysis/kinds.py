@@ -1,0 +1,161 @@
+"""Type-lite: just enough to tell tensors from Python scalars, shapes and modules.
+
+A branch on a tensor's *value* breaks the graph; a branch on a shape, a dtype, a Python
+constant or `self.training` specializes. Flags on tensors (0-d, boolean, integer) decide
+between "index with a mask" (dynamic output shape) and "index with a 0-d tensor" (host read).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+TENSOR = "tensor"
+INT = "int"          # a static Python int: shapes, len(), constants
+NUM = "number"       # a Python number of unknown origin (arguments, hyper-parameters)
+BOOL = "bool"        # a static Python bool (self.training, is_grad_enabled(), comparisons of statics)
+DATA = "data"        # a Python value read from tensor data (after .item(): a break already happened)
+SHAPE = "shape"
+DTYPE = "dtype"
+DEVICE = "device"
+STR = "str"
+NONE = "none"
+SEQ = "sequence"     # list/tuple/ModuleList; `ref` is the element type
+MODULE = "module"    # an nn.Module instance; `ref` is a ClassInfo or a dotted class name
+NDARRAY = "ndarray"
+FUNC = "function"    # `ref` is a FunctionInfo
+CLASS = "class"      # `ref` is a ClassInfo or dotted name
+LOGGER = "logger"
+OBJ = "object"       # some other Python object
+UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Ty:
+    kind: str
+    zero_dim: bool = False
+    boolean: bool = False
+    integer: bool = False
+    optional: bool = False
+    ref: object = None
+    shape_derived: bool = False  # INT/BOOL computed from a tensor's sizes (recompile-relevant)
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.kind == TENSOR and not self.optional
+
+    @property
+    def maybe_tensor(self) -> bool:
+        return self.kind == TENSOR
+
+    def but(self, **changes) -> "Ty":
+        return replace(self, **changes)
+
+
+T_TENSOR = Ty(TENSOR)
+T_SCALAR_TENSOR = Ty(TENSOR, zero_dim=True)
+T_BOOL_TENSOR = Ty(TENSOR, boolean=True)
+T_INT_TENSOR = Ty(TENSOR, integer=True)
+T_INT = Ty(INT)
+T_SHAPE_INT = Ty(INT, shape_derived=True)
+T_NUM = Ty(NUM)
+T_BOOL = Ty(BOOL)
+T_SHAPE_BOOL = Ty(BOOL, shape_derived=True)
+T_DATA = Ty(DATA)
+T_SHAPE = Ty(SHAPE, shape_derived=True)
+T_DTYPE = Ty(DTYPE)
+T_DEVICE = Ty(DEVICE)
+T_STR = Ty(STR)
+T_NONE = Ty(NONE)
+T_OBJ = Ty(OBJ)
+T_UNKNOWN = Ty(UNKNOWN)
+T_NDARRAY = Ty(NDARRAY)
+T_LOGGER = Ty(LOGGER)
+T_TENSOR_SEQ = Ty(SEQ, ref=T_TENSOR)
+
+
+def seq_of(element: Ty) -> Ty:
+    return Ty(SEQ, ref=element)
+
+
+def join(a: Ty, b: Ty) -> Ty:
+    """Type after control flow merges."""
+    if a == b:
+        return a
+    if a.kind == NONE:
+        return b.but(optional=True)
+    if b.kind == NONE:
+        return a.but(optional=True)
+    if a.kind == b.kind:
+        return Ty(a.kind, optional=a.optional or b.optional, ref=a.ref if a.ref == b.ref else None,
+                  shape_derived=a.shape_derived or b.shape_derived)
+    if {a.kind, b.kind} <= {INT, NUM, BOOL}:
+        return Ty(NUM, shape_derived=a.shape_derived or b.shape_derived)
+    return T_UNKNOWN
+
+
+# --- tensor methods ---------------------------------------------------------------------------
+# Methods/attributes whose result is not a tensor.
+TENSOR_ATTRS: dict[str, Ty] = {
+    "shape": T_SHAPE, "ndim": T_SHAPE_INT, "dtype": T_DTYPE, "device": T_DEVICE,
+    "is_cuda": T_BOOL, "is_sparse": T_BOOL, "is_leaf": T_BOOL, "requires_grad": T_BOOL,
+    "is_nested": T_BOOL, "is_quantized": T_BOOL, "is_meta": T_BOOL, "layout": T_OBJ, "names": T_OBJ,
+    "grad_fn": T_OBJ, "itemsize": T_INT, "nbytes": T_SHAPE_INT,
+}
+TENSOR_METHODS_NON_TENSOR: dict[str, Ty] = {
+    "dim": T_SHAPE_INT, "ndimension": T_SHAPE_INT, "numel": T_SHAPE_INT, "nelement": T_SHAPE_INT,
+    "element_size": T_INT, "stride": T_SHAPE, "storage_offset": T_INT, "get_device": T_INT,
+    "is_contiguous": T_BOOL, "is_floating_point": T_BOOL, "is_complex": T_BOOL, "is_signed": T_BOOL,
+    "data_ptr": T_INT, "type": T_STR, "numpy": T_NDARRAY, "untyped_storage": T_OBJ,
+    "register_hook": T_OBJ, "__len__": T_SHAPE_INT,
+}
+SEQUENCE_METHODS = {"split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit", "topk", "sort",
+                    "aminmax", "frexp", "cummax", "cummin", "kthvalue", "mode", "slogdet", "qr", "svd",
+                    "lu", "unique_consecutive", "histogram"}
+# With a `dim` these return (values, indices); without one a 0-d tensor.
+DIM_TUPLE_METHODS = {"max", "min", "median", "nanmedian"}
+FULL_REDUCTIONS = {"sum", "mean", "max", "min", "prod", "norm", "std", "var", "all", "any", "argmax", "argmin",
+                   "median", "nansum", "nanmean", "count_nonzero", "amax", "amin", "dot", "vdot", "trace",
+                   "logsumexp"}
+BOOL_RESULT = {"eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "greater_equal", "less_equal",
+               "not_equal", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "isclose", "isin", "isreal",
+               "signbit", "logical_and", "logical_or", "logical_not", "logical_xor", "bool", "all", "any"}
+INT_RESULT = {"argmax", "argmin", "argsort", "long", "int", "short", "bincount", "searchsorted", "bucketize",
+              "multinomial", "randint", "randperm", "nonzero", "argwhere", "randint_like"}
+# Ops that keep a mask a mask (and an index an index).
+LAYOUT_PRESERVING = {"transpose", "t", "T", "mT", "view", "reshape", "expand", "expand_as", "unsqueeze", "squeeze",
+                     "permute", "contiguous", "clone", "to", "flip", "roll", "tril", "triu", "repeat", "flatten",
+                     "detach", "cpu", "cuda", "view_as", "reshape_as", "movedim", "narrow", "select",
+                     "index_select", "gather", "masked_fill", "__invert__", "unflatten", "swapaxes", "diagonal"}
+# Output size depends on the data (capture_dynamic_output_shape_ops=False → break).
+DYNAMIC_SHAPE_OPS = {"nonzero", "argwhere", "unique", "unique_consecutive", "masked_select", "bincount"}
+
+# --- torch.* functions -------------------------------------------------------------------------
+TORCH_NON_TENSOR: dict[str, Ty] = {
+    "torch.is_tensor": T_BOOL, "torch.is_floating_point": T_BOOL, "torch.is_complex": T_BOOL,
+    "torch.is_grad_enabled": T_BOOL, "torch.is_inference_mode_enabled": T_BOOL,
+    "torch.is_autocast_enabled": T_BOOL, "torch.get_default_dtype": T_DTYPE, "torch.numel": T_SHAPE_INT,
+    "torch.compiler.is_compiling": T_BOOL, "torch.compiler.is_dynamo_compiling": T_BOOL,
+    "torch._dynamo.is_compiling": T_BOOL, "torch.jit.is_scripting": T_BOOL, "torch.jit.is_tracing": T_BOOL,
+    "torch._C._get_tracing_state": T_BOOL, "torch.cuda.is_available": T_BOOL,
+    "torch.cuda.device_count": T_INT, "torch.backends.mps.is_available": T_BOOL,
+    "torch.device": T_DEVICE, "torch.Size": T_SHAPE, "torch.finfo": T_OBJ, "torch.iinfo": T_OBJ,
+    "torch.manual_seed": T_OBJ, "torch.no_grad": T_OBJ, "torch.enable_grad": T_OBJ,
+    "torch.inference_mode": T_OBJ, "torch.autocast": T_OBJ, "torch.set_grad_enabled": T_OBJ,
+    "torch.get_num_threads": T_INT, "torch.broadcast_shapes": T_SHAPE, "torch.promote_types": T_DTYPE,
+    "torch.result_type": T_DTYPE, "torch.can_cast": T_BOOL, "torch.is_nonzero": T_DATA,
+    "torch.cuda.synchronize": T_NONE, "torch._assert": T_NONE, "torch._check": T_NONE,
+    "torch.sym_int": T_INT, "torch.sym_float": T_NUM, "torch.sym_max": T_INT, "torch.sym_min": T_INT,
+}
+TORCH_SEQUENCE_FUNCS = {"split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit", "topk", "sort",
+                        "meshgrid", "broadcast_tensors", "std_mean", "var_mean", "aminmax", "frexp", "cummax",
+                        "cummin", "kthvalue", "mode", "slogdet", "histogram", "atleast_1d", "atleast_2d",
+                        "atleast_3d", "unravel_index"}
+DTYPE_NAMES = {"float", "float32", "float64", "double", "float16", "half", "bfloat16", "int", "int8", "int16",
+               "int32", "int64", "long", "short", "uint8", "bool", "complex64", "complex128", "cfloat",
+               "cdouble", "float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64"}
+NN_TENSOR_ATTRS = {"weight", "bias", "running_mean", "running_var", "in_proj_weight", "in_proj_bias",
+                   "num_batches_tracked", "weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"}
+
+
+def is_dynamic_repeat(args_types: list[Ty]) -> bool:
+    """repeat_interleave(x, repeats): a tensor `repeats` gives a data-dependent size."""
+    return len(args_types) >= 2 and args_types[1].maybe_tensor

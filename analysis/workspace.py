@@ -1,0 +1,234 @@
+"""Files, module names and imports across a workspace; the analysis entry points.
+
+A Workspace keeps the parsed blocks, module indexes and memoised function walks between
+calls, so a language server re-analysing a file after a keystroke only redoes what the
+edit touched. Files are read lazily: only those a compile root reaches through imports.
+"""
+from __future__ import annotations
+
+import ast
+import os
+from pathlib import Path
+
+from .checker import Analysis
+from .config import Config
+from .findings import Report, SourceProblem
+from .index import ClassInfo, FunctionInfo, ModuleIndex, build_index
+from .source import SourceError, block_problems, decode_source, parse_blocks
+
+MEMO_LIMIT = 50_000
+SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", "venv", ".tox", "build", "dist", ".mypy_cache",
+             ".pytest_cache", ".hypothesis", "site-packages"}
+
+
+class Workspace:
+    def __init__(self, roots=(), config: Config | None = None):
+        self.config = config or Config()
+        self.roots = [Path(root).resolve() for root in roots]
+        self._texts: dict[str, str] = {}  # open documents override the disk
+        self._indexes: dict[str, tuple[str, ModuleIndex]] = {}  # path → (text, index)
+        self._unreadable: dict[str, str] = {}
+        self._interface_parts: dict[str, int] = {}  # block text → its share of the interface key
+        self.memo: dict = {}
+
+    # --- documents -----------------------------------------------------------------------------
+    def set_text(self, path: str, text: str) -> None:
+        self._texts[str(path)] = text
+
+    def forget_text(self, path: str) -> None:
+        self._texts.pop(str(path), None)
+
+    def text_of(self, path: str) -> str:
+        if path in self._texts:
+            return self._texts[path]
+        return decode_source(Path(path).read_bytes(), path)
+
+    # --- indexes -------------------------------------------------------------------------------
+    def module_name(self, path: str) -> str:
+        resolved = Path(path).resolve()
+        for root in self.roots:
+            try:
+                relative = resolved.relative_to(root)
+            except ValueError:
+                continue
+            parts = list(relative.with_suffix("").parts)
+            if parts and parts[-1] == "__init__":
+                parts.pop()
+            return ".".join(parts)
+        return resolved.stem
+
+    def index(self, path: str, text: str | None = None) -> ModuleIndex:
+        path = str(path)
+        if text is None:
+            text = self.text_of(path)
+        cached = self._indexes.get(path)
+        if cached is not None and cached[0] == text:
+            return cached[1]
+        blocks = parse_blocks(text)
+        module = build_index(path, self.module_name(path), text, blocks, self)
+        module.interface_key = hash(tuple(self._interface_part(block) for block in blocks))
+        self._indexes[path] = (text, module)
+        return module
+
+    def _interface_part(self, block) -> int:
+        part = self._interface_parts.get(block.text)
+        if part is None:
+            part = hash(_interface_text(block))
+            if len(self._interface_parts) > MEMO_LIMIT:
+                self._interface_parts.clear()
+            self._interface_parts[block.text] = part
+        return part
+
+    def _module_file(self, dotted: str, near: str) -> str | None:
+        relative = Path(*dotted.split("."))
+        folders = [*self.roots, Path(near).resolve().parent]
+        for folder in folders:
+            for candidate in (folder / relative.with_suffix(".py"), folder / relative / "__init__.py"):
+                if candidate.is_file():
+                    return str(candidate)
+        return None
+
+    def resolve_symbol(self, dotted: str, origin: ModuleIndex, depth: int = 0):
+        """`pkg.layers.Block` → the ClassInfo/FunctionInfo it names, if it is in the workspace."""
+        if depth > 4 or "." not in dotted:
+            return None
+        parts = dotted.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            module_name, rest = ".".join(parts[:cut]), parts[cut:]
+            path = self._module_file(module_name, origin.path)
+            if path is None or path in self._unreadable:
+                continue
+            try:
+                module = self.index(path)
+            except (OSError, SourceError) as error:
+                self._unreadable[path] = str(error)
+                continue
+            return _lookup(module, rest, depth, self)
+        return None
+
+    # --- analysis ------------------------------------------------------------------------------
+    def analyze_file(self, path: str, text: str | None = None) -> Report:
+        """Findings of one file: the roots it defines, followed through the workspace."""
+        path = str(path)
+        if text is not None:
+            self.set_text(path, text)
+        report = Report(path)
+        try:
+            module = self.index(path)
+        except (OSError, SourceError) as error:
+            report.problems.append(SourceProblem(path, str(error)))
+            return report
+        analysis = self._analysis()
+        for root in module.roots_with_modules(self.config):
+            analysis.run_root(root.mode, root.function)
+        report.findings = sorted((f for f in analysis.findings.values() if f.path == path),
+                                 key=lambda f: (f.span.line, f.span.column, f.code))
+        report.problems.extend(block_problems(path, module.blocks))
+        return report
+
+    def analyze(self, paths) -> list[Report]:
+        """Every .py file under `paths`; findings are filed under the file they occur in."""
+        files = list(iter_python_files(paths, self.config.exclude))
+        reports = {path: Report(path) for path in files}
+        analysis = self._analysis()
+        for path in files:
+            try:
+                module = self.index(path)
+            except (OSError, SourceError) as error:
+                reports[path].problems.append(SourceProblem(path, str(error)))
+                continue
+            reports[path].problems.extend(block_problems(path, module.blocks))
+            for root in module.roots_with_modules(self.config):
+                analysis.run_root(root.mode, root.function)
+        for finding in analysis.findings.values():
+            reports.setdefault(finding.path, Report(finding.path)).findings.append(finding)
+        for report in reports.values():
+            report.findings.sort(key=lambda f: (f.span.line, f.span.column, f.code))
+        return list(reports.values())
+
+    def _analysis(self) -> Analysis:
+        if len(self.memo) > MEMO_LIMIT:
+            self.memo.clear()
+        return Analysis(self.config, self.memo, workspace=self)
+
+    def current_function(self, function: FunctionInfo) -> FunctionInfo | None:
+        """The definition now standing where a memoised walk saw `function`."""
+        entry = self._indexes.get(function.module.path)
+        if entry is None:
+            return None
+        return _lookup(entry[1], function.qualname.split("."), 0, self)
+
+    def current_class(self, cls: ClassInfo) -> ClassInfo | None:
+        entry = self._indexes.get(cls.module.path)
+        return entry[1].classes.get(cls.name) if entry else None
+
+
+def _lookup(module: ModuleIndex, rest: list[str], depth: int, workspace: Workspace):
+    head = rest[0]
+    if head in module.functions and len(rest) == 1:
+        return module.functions[head]
+    if head in module.classes:
+        cls = module.classes[head]
+        if len(rest) == 1:
+            return cls
+        if len(rest) == 2:
+            return cls.methods.get(rest[1])
+        return None
+    if head in module.imports:  # re-export: `from .layers import Block` in a package __init__
+        return workspace.resolve_symbol(".".join([module.imports[head], *rest[1:]]), module, depth + 1)
+    return None
+
+
+def _interface_text(block) -> str:
+    """What other functions can observe of a block: everything except function bodies
+    (but including `__init__`, which defines attribute types)."""
+    statements = block.statements
+    lines = block.text.splitlines(keepends=True)
+    pieces = []
+    for statement in statements:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            pieces.append(_header(lines, statement))
+        elif isinstance(statement, ast.ClassDef):
+            pieces.append("".join(lines[statement.lineno - 1:statement.body[0].lineno - 1]))
+            for item in statement.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name != "__init__":
+                    pieces.append(_header(lines, item))
+                else:
+                    pieces.append("".join(lines[item.lineno - 1:item.end_lineno]))
+        else:
+            pieces.append("".join(lines[statement.lineno - 1:statement.end_lineno]))
+    if block.problems:
+        pieces.append(repr(block.problems))
+    return "".join(pieces)
+
+
+def _header(lines: list[str], node) -> str:
+    start = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+    return "".join(lines[start - 1:node.body[0].lineno - 1]) + f"@{node.col_offset}"
+
+
+def iter_python_files(paths, exclude=()):
+    for raw in paths:
+        path = Path(raw)
+        if path.is_file():
+            yield str(path)
+            continue
+        for folder, dirs, files in os.walk(path):
+            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    full = os.path.join(folder, name)
+                    if not any(Path(full).match(pattern) or pattern in full for pattern in exclude):
+                        yield full
+
+
+def analyze_source(text: str, path: str = "<unknown>", config: Config | None = None) -> Report:
+    """Analyses one file's text. Imports resolve against the file's folder when it exists."""
+    folder = Path(path).parent if path and not path.startswith("<") else None
+    workspace = Workspace([folder] if folder and folder.is_dir() else [], config)
+    return workspace.analyze_file(path, text)
+
+
+def analyze_paths(paths, config: Config | None = None) -> list[Report]:
+    roots = [Path(p) if Path(p).is_dir() else Path(p).parent for p in paths]
+    return Workspace(roots, config).analyze(paths)
