@@ -306,6 +306,10 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict, autograd
         integer = name in K.INT_RESULT or name in ("arange",) and all(t.kind == K.INT for t in args)
         zero = name in K.FULL_REDUCTIONS and not has_dim
         return Ty(K.TENSOR, zero_dim=zero, boolean=boolean, integer=integer)
+    if dotted in ("torch.nn.ModuleList", "torch.nn.ParameterList") and args:
+        # Keep the element type: `for block in self.blocks: block(x)` inlines Block.forward.
+        element = args[0].ref if args[0].kind == K.SEQ and isinstance(args[0].ref, Ty) else K.T_UNKNOWN
+        return K.seq_of(element)
     if namespace.startswith("torch.nn") and name[:1].isupper():
         return Ty(K.MODULE, ref=dotted)
     if namespace in ("torch.nn.init",):

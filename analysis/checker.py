@@ -16,7 +16,7 @@ from .findings import CallSite, Finding, Fix, Span
 from .fixes import fix_for
 from .index import COMPILE, EXPORT, SCRIPT, TRACE, ClassInfo, FunctionInfo, ModuleIndex
 from .kinds import Ty
-from .rules import RULES
+from .rules import GRAPH_BREAK, RULES
 
 MAX_DEPTH = 12
 
@@ -55,8 +55,8 @@ class Evaluation:
 
     returns: Ty
     findings: list[tuple]  # (code, span relative to the def line, message, fix relative)
-    calls: list[tuple]  # (callee key, call span relative, callee FunctionInfo, params) in order
-    observations: list[tuple]  # (callee key, returns) that the walk relied on
+    observations: list[tuple]  # (callee key, callee, params, call site, (returns, breaks)) relied on
+    breaks: bool = False  # tracing this function (inlined) hits a graph break somewhere
 
 
 @dataclass
@@ -78,14 +78,15 @@ class Analysis:
         params = root_parameters(function)
         self.evaluate(function, mode, params, chain=(), depth=0)
 
-    def evaluate(self, function: FunctionInfo, mode: str, params: tuple, chain: tuple, depth: int) -> Ty:
+    def evaluate(self, function: FunctionInfo, mode: str, params: tuple, chain: tuple, depth: int):
+        """Walks `function` (or reuses a memoised walk); returns (return type, breaks?)."""
         key = (function.module.path, function.qualname, _segment_key(function), mode, params,
                function.module.interface_key)
         if key in self._returns:
             self._collect(key, function, chain, depth)
             return self._returns[key]
         if key in self._active or depth > MAX_DEPTH:
-            return K.T_UNKNOWN
+            return (K.T_UNKNOWN, False)
         evaluation = self.memo.get(key)
         if evaluation is not None and not self._still_valid(evaluation, chain, depth):
             evaluation = None
@@ -96,9 +97,9 @@ class Analysis:
             finally:
                 self._active.discard(key)
             self.memo[key] = evaluation
-        self._returns[key] = evaluation.returns
+        self._returns[key] = (evaluation.returns, evaluation.breaks)
         self._collect(key, function, chain, depth)
-        return evaluation.returns
+        return self._returns[key]
 
     def _still_valid(self, evaluation: Evaluation, chain: tuple, depth: int) -> bool:
         # Re-evaluate the callees the cached walk relied on, as they stand now; a callee that
@@ -277,7 +278,13 @@ class FunctionWalker:
         self.local_functions: dict[str, FunctionInfo] = {}
         self.globals_declared: set[str] = set()
         self.returns: Ty | None = None
-        self.result = Evaluation(K.T_UNKNOWN, [], [], [])
+        self.result = Evaluation(K.T_UNKNOWN, [], [])
+        # Dynamo cannot resume inside a loop or try body of the frame: a break there makes it
+        # skip the rest of the frame (measured on 2.13: later breaks in the frame are never
+        # reported; callees still compile as frames of their own).
+        self.unresumable_depth = 0
+        self.dead = False
+        self.dead_after_this = False
         self._seen: set = set()
         self.current_statement: ast.stmt | None = None
         self.item_next_to_tensor: set[int] = set()  # `.item()` calls whose other operand is a tensor
@@ -300,11 +307,15 @@ class FunctionWalker:
 
     # --- reporting -----------------------------------------------------------------------------
     def report(self, code: str, node: ast.AST, message: str | None = None, span_node=None, fix=None) -> None:
+        if self.dead:
+            return
         if self.mode != COMPILE:
             code = TRACE_EQUIVALENT.get(code)
             if code is None:
                 return
         rule = RULES[code]
+        if rule.category == GRAPH_BREAK:
+            self.frame_breaks()
         span = self.relative_span(span_node or node)
         key = (span.line, code)
         if key in self._seen:
@@ -315,6 +326,20 @@ class FunctionWalker:
         if self.mode == EXPORT and code == "FL201":
             message += " (torch.export fails on it)"
         self.result.findings.append((code, span, message, fix if self.mode == COMPILE else None))
+        if self.dead_after_this:
+            self.die(node)
+
+    def die(self, node: ast.AST) -> None:
+        self.dead = True
+        span = self.relative_span(node)
+        self.result.findings.append(("FL150", span, f"Graph break inside a loop or try: Dynamo skips the rest "
+                                                    f"of `{self.function.qualname}` (it runs eagerly)", None))
+
+    def frame_breaks(self) -> None:
+        """A graph break at the current position of this frame (here or in an inlined callee)."""
+        self.result.breaks = True
+        if self.unresumable_depth:
+            self.dead_after_this = True
 
     def relative_span(self, node: ast.AST) -> Span:
         line = node.lineno
@@ -411,17 +436,24 @@ class FunctionWalker:
         self.env = _merge(after_body, self.env)
 
     def stmt_While(self, node: ast.While) -> None:
-        self.test(node.test, node)
-        self.block(node.body)
+        self.test(node.test, node)  # the loop header resumes fine: not "inside" the loop
+        self.unresumable(node.body)
         self.test(node.test, node)  # the loop-carried types may now make the test a tensor
         self.block(node.orelse)
 
     def stmt_For(self, node: ast.For) -> None:
         iterable = self.expr(node.iter)
         self.assign(node.target, self.element_type(iterable), node)
-        self.block(node.body)
-        self.block(node.body)  # second pass: loop-carried types (e.g. a tensor accumulator)
+        self.unresumable(node.body)
+        self.unresumable(node.body)  # second pass: loop-carried types (e.g. a tensor accumulator)
         self.block(node.orelse)
+
+    def unresumable(self, body: list[ast.stmt]) -> None:
+        self.unresumable_depth += 1
+        try:
+            self.block(body)
+        finally:
+            self.unresumable_depth -= 1
 
     stmt_AsyncFor = stmt_For
 
@@ -435,7 +467,7 @@ class FunctionWalker:
     stmt_AsyncWith = stmt_With
 
     def stmt_Try(self, node: ast.Try) -> None:
-        self.block(node.body)
+        self.unresumable(node.body)
         for handler in node.handlers:
             if handler.name:
                 self.env[handler.name] = K.T_OBJ
@@ -840,8 +872,13 @@ class FunctionWalker:
         hop = (CallSite(self.module.path, absolute, self.function.qualname),)
         callee_key = (callee.module.path, callee.qualname, _segment_key(callee), self.mode, params,
                       callee.module.interface_key)
-        returns = self.analysis.evaluate(callee, self.mode, params, self.chain + hop, self.depth + 1)
-        self.result.observations.append((callee_key, callee, params, hop, returns))
+        outcome = self.analysis.evaluate(callee, self.mode, params, self.chain + hop, self.depth + 1)
+        self.result.observations.append((callee_key, callee, params, hop, outcome))
+        returns, breaks = outcome
+        if breaks and self.mode == COMPILE and not self.dead:
+            self.frame_breaks()  # inlining stops at the callee's break: the break is at this call
+            if self.dead_after_this:
+                self.die(node)
         if returns.kind == K.UNKNOWN and callee.name == "forward":
             return K.T_TENSOR
         return returns

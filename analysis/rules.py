@@ -144,6 +144,14 @@ _RULES = [
          "`sorted()`/`list.sort()` over tensors compares tensor values in Python.",
          "Stack and use `torch.sort`/`torch.argsort`.",
          "GB0207", "sort with non-constant keys"),
+    # --- performance -----------------------------------------------------------------------
+    Rule("FL150", "frame-skipped", PERF,
+         "Graph break inside a loop or try: Dynamo gives up on the rest of the function",
+         "Dynamo cannot resume tracing in the middle of a loop body or a `try` block. When a graph "
+         "break happens there (directly or in a function called from there), it skips the frame: "
+         "everything after runs eagerly, and later breaks in this function are not even reported.",
+         "Fix the break inside the loop, or move the loop body into a function of its own.",
+         None, None),
     # --- control flow that tracing would bake in -----------------------------------------
     Rule("FL201", "trace-bakes-branch", TRACE_UNSAFE,
          "Branch on a tensor's value is frozen by tracing",

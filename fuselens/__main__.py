@@ -1,0 +1,5 @@
+import sys
+
+from fuselens.cli import main
+
+sys.exit(main())

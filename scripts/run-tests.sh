@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Runs the whole test suite. pytest's exit code 5 ("no tests collected") is a failure here.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+python3 -m pytest -q "$@"
+status=$?
+if [ "$status" -eq 5 ]; then
+    echo "error: pytest collected no tests" >&2
+    exit 1
+fi
+exit "$status"
