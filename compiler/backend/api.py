@@ -1,0 +1,188 @@
+"""Entry points: `compile_graph` (an aten FX graph -> callable) and `fuselens_backend` for torch.compile.
+
+The pipeline: lower -> fuse (schedule) -> loop passes -> memory plan -> codegen -> compile/cache ->
+runner. Anything the pipeline cannot handle falls back to running the graph with torch, so a
+compile never fails a user's program; `FUSELENS_STRICT=1` turns such fallbacks into errors (tests).
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+
+import torch
+import torch.fx
+
+from . import debug
+from .cache import compile_many
+from .codegen_cpp import kernel_params, render_unit, segment_params
+from .ir import Node
+from .loops import optimize
+from .lowering import lower
+from .memplan import plan_memory
+from .runtime import Runner
+from .scheduler import Kernel, Store, schedule
+
+
+@dataclass
+class CompileInfo:
+    """What happened to a graph; the editor and the tests read it."""
+
+    backend: str = "cpp"
+    kernels: int = 0
+    externs: int = 0
+    source: str = ""
+    fallback: str = ""                       # why the graph runs eagerly, if it does
+    compile_seconds: float = 0.0
+    kernel_names: list = field(default_factory=list)
+
+
+def _strict() -> bool:
+    return os.environ.get("FUSELENS_STRICT") == "1"
+
+
+def _check_graph(gm: torch.fx.GraphModule, example_inputs, devices: set):
+    for a in example_inputs:
+        if not isinstance(a, torch.Tensor):
+            return f"non-tensor input {type(a).__name__}"
+        if a.device.type not in devices:
+            return f"input on {a.device}, backend needs {'/'.join(sorted(devices))}"
+    for n in gm.graph.nodes:
+        schema = getattr(n.target, "_schema", None)
+        if n.op == "call_function" and schema is not None and schema.is_mutable:
+            return f"mutating op {n.target}"
+        if n.op in ("call_module", "call_method", "get_attr"):
+            return f"non-aten graph ({n.op} {n.target})"
+    return None
+
+
+def _ensure_meta(gm, example_inputs):
+    if all("val" in n.meta for n in gm.graph.nodes if n.op == "call_function"):
+        return
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    FakeTensorProp(gm, mode).propagate(*example_inputs)
+
+
+def _apply_inplace(kernels, plan):
+    """A kernel writing in place stores into the extern buffer's name (one pointer, no aliasing)."""
+    for k in kernels:
+        for phase in k.phases:
+            for i, s in enumerate(phase):
+                if isinstance(s, Store) and s.buf in plan.inplace:
+                    phase[i] = Store(plan.inplace[s.buf], s.index, s.value)
+
+
+def build(gm: torch.fx.GraphModule, example_inputs, device_backend: str = "cpp"):
+    """Compile for exactly these input shapes/strides; returns (runner, info)."""
+    info = CompileInfo(backend=device_backend)
+    t0 = time.perf_counter()
+    program = lower(gm, example_inputs)
+    debug.log(3, "lowered program:\n" + debug.describe_program(program))
+    steps = schedule(program, log=lambda m: debug.log(2, m))
+    kernels = [optimize(s) for s in steps if isinstance(s, Kernel)]
+    plan = plan_memory(steps, program)
+    _apply_inplace(kernels, plan)
+    for k in kernels:
+        debug.log(2, "kernel:\n" + debug.describe_kernel(k))
+    info.kernels, info.kernel_names = len(kernels), [k.name for k in kernels]
+    info.externs = sum(isinstance(s, Node) for s in steps)
+    segments, current = [], []
+    for s in steps:
+        if isinstance(s, Kernel):
+            current.append(s)
+        elif current:
+            segments.append(current)
+            current = []
+    if current:
+        segments.append(current)
+    params = {k.name: kernel_params(k) for k in kernels}
+    seg_params = [segment_params(seg, params) for seg in segments]
+    if device_backend == "triton":
+        from .codegen_triton import TritonRunner
+        runner = TritonRunner(program, steps, plan, segments, params, gm)
+        info.source = runner.source
+    else:
+        info.source = render_unit(segments, params, program.buffers, program.origins)
+        debug.log(4, "generated source:\n" + info.source)
+        lib = compile_many([info.source])[0] if segments else None
+        runner = Runner(program, steps, plan, lib, segments, seg_params, gm)
+    info.compile_seconds = time.perf_counter() - t0
+    debug.log(1, f"compiled graph: {info.kernels} kernels, {info.externs} externs, "
+                 f"{info.compile_seconds * 1e3:.1f} ms ({device_backend})")
+    return runner, info
+
+
+def compile_graph(gm: torch.fx.GraphModule, example_inputs, *, device_backend: str | None = None):
+    """A callable equivalent to `gm` (an FX graph of aten ops), specialized to the example inputs'
+    shapes and strides; other shapes compile again on first use."""
+    if device_backend is None:
+        cuda = any(isinstance(a, torch.Tensor) and a.is_cuda for a in example_inputs)
+        device_backend = "triton" if cuda else "cpp"
+    devices = {"cpu"} if device_backend == "cpp" else (
+        {"cuda", "cpu"} if os.environ.get("TRITON_INTERPRET") == "1" else {"cuda"})
+    reason = _check_graph(gm, example_inputs, devices)
+    variants: dict = {}
+    info = CompileInfo(backend=device_backend)
+
+    def fallback(*args):
+        return gm(*args)
+
+    def get(args):
+        key = tuple((tuple(a.shape), a.stride(), a.dtype) if isinstance(a, torch.Tensor) else type(a) for a in args)
+        runner = variants.get(key)
+        if runner is None:
+            try:
+                _ensure_meta(gm, args)
+                runner, new_info = build(gm, args, device_backend)
+                info.__dict__.update(new_info.__dict__)
+            except Exception as e:  # noqa: BLE001 - any failure means: run with torch
+                if _strict():
+                    raise
+                info.fallback = f"{type(e).__name__}: {e}"
+                debug.log(1, f"falling back to torch: {info.fallback}")
+                runner = fallback
+            variants[key] = runner
+        return runner
+
+    if reason is not None:
+        if _strict():
+            raise RuntimeError(f"FuseLens cannot compile this graph: {reason}")
+        info.fallback = reason
+        debug.log(1, f"falling back to torch: {reason}")
+        fallback.fuselens_info = info
+        return fallback
+
+    first = get(list(example_inputs))
+
+    def compiled(*args):
+        runner = first if (first is not fallback and first.matches(args)) else get(args)
+        return runner(*args)
+
+    compiled.fuselens_info = info
+    return compiled
+
+
+def decompositions():
+    """core-aten decompositions plus the composite ops FuseLens prefers to see as primitives."""
+    from torch._decomp import core_aten_decompositions, get_decompositions
+    aten = torch.ops.aten
+    table = dict(core_aten_decompositions())
+    table.update(get_decompositions([
+        aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.native_group_norm, aten.hardswish,
+        aten.hardsigmoid, aten.linalg_vector_norm, aten.softplus, aten.elu, aten.mish, aten.logsumexp,
+        aten.nll_loss_forward,
+    ]))
+    return table
+
+
+def fuselens_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
+    """`torch.compile(fn, backend=fuselens_backend)`: AOT-autograd to aten, then `compile_graph`."""
+    from torch._dynamo.backends.common import aot_autograd
+    backend = kwargs.pop("device_backend", None)
+
+    def compiler(g, ex):
+        return compile_graph(g, ex, device_backend=backend)
+    return aot_autograd(fw_compiler=compiler, bw_compiler=compiler, decompositions=decompositions())(
+        gm, example_inputs)
