@@ -28,9 +28,15 @@ graph-break  Each case is compiled (backend returns gm.forward) and called once;
              traceback that lies in the fixture, with the first GB id in its message.
              (`torch._dynamo.explain` misses breaks that have an empty graph before them.)
 recompile    Each case is called a second time with the same args: a recompile there is state
-             the compiled code mutated (FL302). A case with args2 is compiled again with
-             dynamic=True and called with args then args2: a failed guard on a size is FL301.
-             Lines come from the guard's user-code location in the `recompiles` artifact.
+             the compiled code mutated (FL302), reported where the guarded attribute/global is
+             assigned. A case with args2 is compiled again with dynamic=True and called with
+             args then args2; if a size guard fails, FL301 is the line after which eager runs
+             with args and with args2 first go different ways (the branch args2 decides
+             otherwise), unless Dynamo breaks there. One shape branch per case. Give args distinct sizes per dimension: duck sizing
+             otherwise turns equal sizes into equality guards.
+             Guards on `___stackN` (a Python number produced by a graph break, e.g. `.item()`,
+             and used after it, is a constant of the resume function) are not judged: they
+             follow from the annotated break.
 trace-unsafe Each TRACED root is run through torch.jit.trace (check_trace=False). A TracerWarning
              (attributed to the innermost fixture frame) on a line where Dynamo also breaks is
              value-dependent: FL201 for a bool conversion, FL202 for number/list/index; on a
@@ -149,6 +155,8 @@ class FileResult:
     errors: list[str] = field(default_factory=list)
     disagreements: list[str] = field(default_factory=list)
     unexercised: list[int] = field(default_factory=list)
+    resume_specializations: int = 0
+    notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     @property
@@ -249,6 +257,40 @@ def _guard_lines(entry: str, fixture: Path) -> list[int]:
                    and os.path.basename(m.group(1)) == fixture.name})
 
 
+_RESUME_GUARD_RE = re.compile(r"- \d+/\d+: ___stack\d+ ==")
+_GUARDED_NAME_RE = re.compile(r"(?:\.(\w+)|\[['\"](\w+)['\"]\])\s*(?:==|!=|is|<|>|<=|>=)")
+
+
+def _guarded_name(guard: str) -> str | None:
+    """`self.calls == 1` -> "calls", `G['COUNT'] == 0` -> "COUNT"."""
+    match = _GUARDED_NAME_RE.search(guard)
+    return (match.group(1) or match.group(2)) if match else None
+
+
+def _mutation_sites(source: str) -> dict[str, set[int]]:
+    """Lines that assign an attribute (`obj.name = ...`) or a declared global, by name."""
+    sites: dict[str, set[int]] = {}
+    for func in ast.walk(ast.parse(source)):
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        declared = {n for node in ast.walk(func) if isinstance(node, (ast.Global, ast.Nonlocal))
+                    for n in node.names}
+        for node in ast.walk(func):
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            else:
+                continue
+            for target in targets:
+                for leaf in ast.walk(target):
+                    if isinstance(leaf, ast.Attribute) and isinstance(leaf.ctx, ast.Store):
+                        sites.setdefault(leaf.attr, set()).add(node.lineno)
+                    elif isinstance(leaf, ast.Name) and leaf.id in declared:
+                        sites.setdefault(leaf.id, set()).add(node.lineno)
+    return sites
+
+
 _SHAPE_GUARD_RE = re.compile(r"size\(\)|stride\(\)|size mismatch|stride mismatch|numel|dim\(\)")
 
 
@@ -323,11 +365,13 @@ def observe(path: Path) -> FileResult:
     result.cases, result.traced = len(cases), len(traced)
 
     covered_fns, covered_types, executed = set(), set(), {}
+    mutations = _mutation_sites(path.read_text())
     with _dynamo_logs() as sink, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for name, make in cases.items():
             try:
-                root, covered = _run_case(name, make, path, compiled, sink, result, executed)
+                root, covered = _run_case(name, make, path, compiled, sink, result, executed,
+                                          mutations)
             except Exception as exc:  # noqa: BLE001
                 result.errors.append(f"case {name!r} raised {type(exc).__name__}: {exc}")
                 continue
@@ -350,7 +394,7 @@ def observe(path: Path) -> FileResult:
     return result
 
 
-def _line_tracer(path: Path, executed: dict):
+def _line_tracer(path: Path, executed: dict, sequence: list):
     target = str(path)
 
     def tracer(frame, event, arg):
@@ -359,30 +403,52 @@ def _line_tracer(path: Path, executed: dict):
         executed.setdefault(frame.f_code, set())
         if event == "line":
             executed[frame.f_code].add(frame.f_lineno)
+            sequence.append(frame.f_lineno)
         return tracer
 
     return tracer
 
 
-def _eager(root, args, path, executed):
-    """Runs the root eagerly once under a line tracer: which fixture lines a call reaches."""
-    sys.settrace(_line_tracer(path, executed))
+def _eager(root, args, path, executed) -> list[int]:
+    """Runs the root eagerly under a line tracer: the fixture lines it executes, in order."""
+    import torch
+
+    sequence: list[int] = []
+    torch.manual_seed(0)
+    sys.settrace(_line_tracer(path, executed, sequence))
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             root(*args)
     finally:
         sys.settrace(None)
+    return sequence
 
 
-def _run_case(name, make, path, compiled, sink, result, executed):
+def _divergence(first: list[int], second: list[int]) -> set[int]:
+    """The line after which two runs first went different ways: the branch the inputs decide.
+
+    Only the first: later differences may be consequences of it (`if mask is not None` after
+    a shape branch chose mask=None)."""
+    for i, (a, b) in enumerate(zip(first, second)):
+        if a != b:
+            return {first[i - 1]} if i else set()
+    return set()
+
+
+def _run_case(name, make, path, compiled, sink, result, executed, mutations):
     import torch
 
-    for position in (1, 2):  # args, and args2 where given
-        torch.manual_seed(0)
-        made = make()
-        if len(made) > position:
-            _eager(made[0], made[position], path, executed)
-    # A fresh root and inputs for each run: roots may update weights or inputs in place.
+    # Eagerly first, on a root of its own: coverage, and (with args2) which branches the
+    # shapes of args2 decide differently once the root is warm (called once already).
+    torch.manual_seed(0)
+    root, args, *rest = make()
+    _eager(root, args, path, executed)
+    branches = set()
+    if rest:
+        branches = _divergence(_eager(root, args, path, executed),
+                                _eager(root, rest[0], path, executed))
+
+    # A fresh root and inputs for the compiled runs: roots may update weights or inputs in place.
     torch.manual_seed(0)
     root, args, *rest = make()
     args2 = rest[0] if rest else None
@@ -399,15 +465,16 @@ def _run_case(name, make, path, compiled, sink, result, executed):
         sink.records.clear()
         torch.manual_seed(0)
         fn(*args)  # same inputs again: only mutated state can fail a guard
-        recompiles = list(sink.records)
+        recompiles = [(r, False) for r in sink.records]
         if args2 is not None:
             torch._dynamo.reset()
             sink.records.clear()
             fn = torch.compile(root, backend=_noop_backend, dynamic=True)
             torch.manual_seed(0)
             fn(*args)
+            torch.manual_seed(0)
             fn(*args2)
-            recompiles += [r for r in sink.records if r.name.endswith("__recompiles")]
+            recompiles += [(r, True) for r in sink.records]
 
     seen = set()
     for record in breaks:
@@ -428,18 +495,39 @@ def _run_case(name, make, path, compiled, sink, result, executed):
     if not seen:
         result.clean_cases += 1
 
-    for record in recompiles:
+    break_lines = {line for line, _gb in seen}
+    shape_recompile = False
+    for record, dynamic_run in recompiles:
         if not record.name.endswith("__recompiles"):
             continue
         for entry in _guard_failures(record.getMessage()):
-            code = "FL301" if _SHAPE_GUARD_RE.search(entry.splitlines()[0]) else "FL302"
-            lines = _guard_lines(entry, path)
-            if not lines:
-                result.errors.append(f"case {name!r}: recompile with no fixture line: "
-                                     f"{entry.splitlines()[0]}")
-            for line in lines:
-                guard = entry.splitlines()[0].split("#")[0].strip()
-                result.recompiles.append(Observed(line, code, guard, name))
+            guard = entry.splitlines()[0].split("#")[0].strip()
+            if _RESUME_GUARD_RE.match(guard):
+                # A Python number made by a graph break (`.item()`) and used after it is a
+                # constant of the resume function: new values recompile it. That is a
+                # consequence of the (annotated) break, not of a shape or of mutated state.
+                result.resume_specializations += 1
+            elif _SHAPE_GUARD_RE.search(guard):
+                # Dynamo reports only the first failing guard, often a slice bound or a
+                # duck-sizing equality; the branches that args2 takes the other way are
+                # what the finding is about.
+                shape_recompile |= dynamic_run
+            else:
+                # Dynamo names the line that read the value; the finding belongs where the
+                # compiled code wrote it (the same line for `self.calls += 1`).
+                ran = set().union(*executed.values()) if executed else set()
+                lines = sorted(mutations.get(_guarded_name(guard), set()) & ran)
+                lines = lines or _guard_lines(entry, path)
+                if not lines:
+                    result.notes.append(f"case {name!r}: recompile with no fixture line: {guard}")
+                for line in lines:
+                    result.recompiles.append(Observed(line, "FL302", guard, name))
+    if args2 is not None and not shape_recompile:
+        result.notes.append(f"case {name!r}: args2 did not recompile")
+    if shape_recompile:
+        for line in sorted(branches - break_lines):
+            result.recompiles.append(Observed(line, "FL301", "branch taken the other way by args2",
+                                              name))
 
     covered = set()
     if isinstance(root, torch.nn.Module):
@@ -488,7 +576,7 @@ def _run_traced(name, make, path, sink, result, executed):
             if module in _SIDE_EFFECT_MODULES and frame.f_code.co_name != "getLogger":
                 effects.setdefault(frame.f_back.f_lineno, f"{module}.{frame.f_code.co_name}")
 
-    sys.settrace(_line_tracer(path, executed))
+    sys.settrace(_line_tracer(path, executed, []))
     sys.setprofile(profiler)
     try:
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
@@ -614,6 +702,9 @@ def main(argv=None) -> int:
             print(f"     {text}")
         if result.unexercised:
             print(f"     unexercised lines: {result.unexercised}")
+        if options.verbose:
+            for text in result.notes:
+                print(f"     note: {text}")
         if options.verbose:
             for o in sorted(result.breaks + result.trace + result.recompiles,
                             key=lambda o: (o.line, o.code)):
