@@ -74,6 +74,15 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
     return K.T_UNKNOWN
 
 
+_PLAIN = {K.INT, K.NUM, K.BOOL, K.STR, K.NONE, K.SHAPE, K.DTYPE, K.DEVICE, K.DATA}
+
+
+def _plain_python(ty: Ty) -> bool:
+    if ty.kind == K.SEQ:
+        return isinstance(ty.ref, Ty) and ty.ref.kind in _PLAIN
+    return ty.kind in _PLAIN
+
+
 def walker_log_methods():
     from .checker import LOG_METHODS
 
@@ -170,6 +179,9 @@ def tensor_method(walker, node: ast.Call, name: str, receiver: Ty, args: list[Ty
     if name == "requires_grad_":
         walker.report("FL140", node, "`requires_grad_()` inside compiled code")
         return receiver
+    if name in ("equal", "allclose"):
+        walker.report("FL104", node, f"`.{name}()` returns a Python bool computed from tensor data")
+        return K.T_DATA
     if name == "backward":
         walker.report("FL142", node, "`.backward()` inside compiled code runs outside the graph")
         return K.T_NONE
@@ -251,7 +263,11 @@ def library_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: di
                       fix=fix_for("FL112", walker, None, node))
         return K.T_NONE
     if dotted == "copy.deepcopy":
-        walker.report("FL120", node, "copy.deepcopy() is not traceable")
+        if args and not _plain_python(args[0]):  # deepcopy of plain Python data traces fine
+            walker.report("FL120", node, "copy.deepcopy() of tensors or modules is not traceable")
+        return args[0] if args else K.T_UNKNOWN
+    if dotted == "copy.copy":
+        walker.report("FL121", node, "copy.copy() is skipped by Dynamo: the graph breaks")
         return args[0] if args else K.T_UNKNOWN
     if head == "math":
         if any(t.is_tensor for t in args):
@@ -297,7 +313,11 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict, autograd
             return K.T_INT_TENSOR if name in ("nonzero", "argwhere", "bincount") else K.T_TENSOR_SEQ \
                 if name == "where" else K.T_TENSOR
         if name in ("equal", "allclose", "is_nonzero"):
+            walker.report("FL104", node, f"`{dotted}` returns a Python bool computed from tensor data")
             return K.T_DATA
+        if _requires_grad_true(node):
+            walker.report("FL140", node, "Tensor created with requires_grad=True inside compiled code")
+            return K.T_TENSOR
         has_dim = len(args) > 1 or "dim" in kwargs
         if name in K.TORCH_SEQUENCE_FUNCS or (name in K.DIM_TUPLE_METHODS and has_dim):
             return K.T_TENSOR_SEQ
@@ -317,6 +337,11 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict, autograd
     if name[:1].isupper():
         return K.T_OBJ
     return K.T_TENSOR if namespace.startswith(("torch.ops", "torch.distributions")) else K.T_UNKNOWN
+
+
+def _requires_grad_true(node: ast.Call) -> bool:
+    return any(keyword.arg == "requires_grad" and isinstance(keyword.value, ast.Constant)
+               and keyword.value.value is True for keyword in node.keywords)
 
 
 def _is_bool_dtype(node: ast.Call) -> bool:

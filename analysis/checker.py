@@ -19,6 +19,8 @@ from .kinds import Ty
 from .rules import GRAPH_BREAK, RULES
 
 MAX_DEPTH = 12
+COMPILING_CHECKS = {"torch.compiler.is_compiling", "torch.compiler.is_dynamo_compiling",
+                    "torch._dynamo.is_compiling", "torch._utils.is_compiling"}
 
 # Graph-break rule → what the same construct means under torch.jit.trace / torch.export.
 TRACE_EQUIVALENT = {"FL101": "FL201", "FL102": "FL202", "FL103": "FL202", "FL104": "FL202",
@@ -28,8 +30,7 @@ TRACE_EQUIVALENT = {"FL101": "FL201", "FL102": "FL202", "FL103": "FL202", "FL104
 LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log", "fatal"}
 SKIPPED_CALLS = {
     "time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.time_ns",
-    "time.perf_counter_ns", "time.monotonic_ns", "time.sleep", "random.random", "random.seed",
-    "random.getrandbits", "random.shuffle", "uuid.uuid1", "uuid.uuid4", "uuid.uuid3", "uuid.uuid5",
+    "time.perf_counter_ns", "time.monotonic_ns", "time.sleep", "random.random", "random.choice", "uuid.uuid1", "uuid.uuid4", "uuid.uuid3", "uuid.uuid5",
     "datetime.datetime.now", "datetime.datetime.utcnow", "datetime.datetime.today", "datetime.date.today",
     "datetime.now", "datetime.utcnow", "datetime.today", "date.today",
 }
@@ -413,6 +414,8 @@ class FunctionWalker:
                 self.assign(inner, K.seq_of(element) if isinstance(item, ast.Starred) else element, statement)
         elif isinstance(target, ast.Attribute):
             owner = self.expr(target.value)
+            if owner.is_tensor and target.attr == "requires_grad":
+                self.report("FL140", statement, "Setting `requires_grad` inside compiled code")
             if (owner.kind == K.MODULE and isinstance(target.value, ast.Name) and target.value.id == "self"
                     and value.kind in (K.INT, K.NUM, K.BOOL, K.DATA)
                     and isinstance(statement, ast.AugAssign)):
@@ -427,6 +430,10 @@ class FunctionWalker:
         self.returns = value if self.returns is None else K.join(self.returns, value)
 
     def stmt_If(self, node: ast.If) -> None:
+        known = self.static_truth(node.test)
+        if known is not None:  # folded while tracing: only one branch is ever traced
+            self.block(node.body if known else node.orelse)
+            return
         self.test(node.test, node)
         before = dict(self.env)
         self.block(node.body)
@@ -515,6 +522,21 @@ class FunctionWalker:
         self.env[node.name] = K.T_OBJ
 
     # --- tests (truthiness) ----------------------------------------------------------------------
+    def static_truth(self, node: ast.expr) -> bool | None:
+        """Conditions that are constants while Dynamo (or the tracer) runs the code."""
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            inner = self.static_truth(node.operand)
+            return None if inner is None else not inner
+        if isinstance(node, ast.Call) and not node.args:
+            name = self.dotted(node.func)
+            if name in COMPILING_CHECKS:
+                return self.mode == COMPILE
+            if name == "torch.jit.is_tracing" or name == "torch._C._get_tracing_state":
+                return self.mode == TRACE
+            if name == "torch.jit.is_scripting":
+                return False
+        return None
+
     def test(self, node: ast.expr, statement: ast.AST | None = None) -> Ty:
         """Evaluates `node` in a boolean context (if/while/ternary/filter/and/or/not)."""
         if isinstance(node, ast.BoolOp):

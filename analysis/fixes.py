@@ -143,3 +143,20 @@ def _drop_item_fix(walker, call: ast.Call) -> Fix | None:
     owner = call.func.value
     span = _span(walker, owner.end_lineno, owner.end_col_offset, call.end_lineno, call.end_col_offset)
     return Fix("Keep it a 0-d tensor (drop .item())", (TextEdit(span, ""),))
+
+
+def apply_edits(text: str, edits) -> str:
+    """Applies non-overlapping edits (character spans, 1-based lines) to `text`."""
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(line: int, column: int) -> int:
+        return starts[line - 1] + column if line - 1 < len(starts) else len(text)
+
+    for edit in sorted(edits, key=lambda e: (e.span.line, e.span.column), reverse=True):
+        start = offset(edit.span.line, edit.span.column)
+        end = offset(edit.span.end_line, edit.span.end_column)
+        text = text[:start] + edit.new_text + text[end:]
+    return text

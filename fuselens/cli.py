@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 import time
+import tokenize
 from pathlib import Path
 
-from fuselens.analysis import RULES, ConfigError, Finding, Report, load_config
+from fuselens.analysis import RULES, ConfigError, Finding, Report, apply_edits, decode_source, load_config
 from fuselens.analysis.workspace import analyze_paths
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -30,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--no-modules", action="store_true",
                        help="don't treat every nn.Module.forward as compiled; only declared roots")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    check.add_argument("--fix", action="store_true", help="apply the mechanical fixes in place")
     check.add_argument("--statistics", action="store_true", help="print the analysis time to stderr")
     commands.add_parser("rules", help="list the rules")
     serve = commands.add_parser("serve", help="run the language server (stdio)")
@@ -67,6 +70,8 @@ def check(args) -> int:
     started = time.perf_counter()
     reports = analyze_paths(args.paths, config)
     elapsed = time.perf_counter() - started
+    if args.fix and apply_fixes(reports):
+        reports = analyze_paths(args.paths, config)  # report what is left
     findings = [finding for report in reports for finding in report.findings]
     if args.format == "json":
         json.dump([finding_json(finding) for finding in findings], sys.stdout, indent=2)
@@ -79,6 +84,29 @@ def check(args) -> int:
     if args.statistics:
         print(f"analysed {len(reports)} files in {elapsed * 1000:.1f} ms", file=sys.stderr)
     return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
+
+
+def apply_fixes(reports: list[Report]) -> int:
+    """Writes each file's fixes back (one fix per statement: overlapping ones wait for a rerun)."""
+    fixed = 0
+    for report in reports:
+        edits, taken = [], []
+        for finding in report.findings:
+            if finding.fix is None:
+                continue
+            spans = [(e.span.line, e.span.end_line) for e in finding.fix.edits]
+            if any(a <= d and c <= b for a, b in spans for c, d in taken):
+                continue
+            taken.extend(spans)
+            edits.extend(finding.fix.edits)
+        if edits:
+            path = Path(report.path)
+            data = path.read_bytes()
+            encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]  # keep the file's encoding
+            path.write_bytes(apply_edits(decode_source(data, report.path), edits).encode(encoding))
+            print(f"fixed {len(taken)} finding(s) in {report.path}", file=sys.stderr)
+            fixed += 1
+    return fixed
 
 
 def _split(value: str | None):
