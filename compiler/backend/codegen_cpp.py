@@ -219,7 +219,7 @@ class KernelWriter:
     def render(self, fname: str) -> str:
         k = self.k
         self.lines = [self.signature(fname) + " {"]
-        if not k.rsizes:
+        if not any(isinstance(s, Reduce) for p in k.phases for s in p) and not k.finals:
             self._pointwise()
         elif _outer_mode(k):
             self._reduction(outer=True)

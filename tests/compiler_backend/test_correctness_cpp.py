@@ -1,0 +1,152 @@
+"""Compiled C++ kernels match eager PyTorch across ops, shapes, dtypes and memory layouts."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from fl_helpers import check
+
+torch.manual_seed(0)
+X = torch.randn(6, 33)          # odd inner size: vector loop remainders
+Y = torch.randn(33)
+B3 = torch.randn(4, 5, 12)
+POS = torch.rand(6, 33) + 0.1
+
+POINTWISE = {
+    "chain": lambda x: ((x * 2 + 1).sin() * x.exp()).tanh() - x.abs().sqrt(),
+    "broadcast_row": lambda x, y: x * y + y.sigmoid(),
+    "broadcast_col": lambda x: x - x[:, :1],
+    "gelu": lambda x: F.gelu(x),
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "silu_relu": lambda x: F.silu(x) + F.relu(x) + F.leaky_relu(x, 0.1),
+    "clamp_where": lambda x: torch.where(x > 0, x.clamp(max=0.5), x.clamp(min=-0.3)),
+    "compare_logic": lambda x: ((x > 0) & (x < 1)) | (x == 0),
+    "pow_rsqrt": lambda x: x.abs().pow(1.5) + torch.rsqrt(x * x + 1) + x.pow(2) + x.pow(3),
+    "div_modes": lambda x: torch.div(x, 0.7, rounding_mode="floor") + torch.div(x, 0.3, rounding_mode="trunc"),
+    "math": lambda x: torch.erf(x) + torch.log1p(x.abs()) + torch.expm1(x * 0.1) + torch.cos(x) + torch.atan(x),
+    "floor_round": lambda x: torch.floor(x * 3) + torch.ceil(x) + torch.round(x * 2) + torch.sign(x),
+    "cast_int": lambda x: (x * 10).to(torch.int64) * 3 + 1,
+    "int_math": lambda x: ((x * 10).to(torch.int64) // 3) % 4 - 2,
+    "minmax_nan": lambda x: torch.maximum(x, torch.full_like(x, float("nan")).where(x > 1, x * 0.5)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(POINTWISE))
+def test_pointwise(name):
+    fn = POINTWISE[name]
+    args = (X, Y) if fn.__code__.co_argcount == 2 else (X,)
+    info = check(fn, *args)
+    assert info.kernels == 1  # the whole chain is one kernel
+
+
+def test_positive_domain_math():
+    check(lambda x: torch.log(x) + torch.sqrt(x) + x.reciprocal() + torch.log2(x), POS)
+
+
+def test_dtypes_float64_int32_bool():
+    check(lambda x: (x * 3).exp() / (1 + x), X.double())
+    xi = (X * 10).to(torch.int32)
+    check(lambda x: x * 2 + (x > 3).to(torch.int32), xi)
+    check(lambda x: torch.logical_not(x > 0) ^ (x < -1), X)
+
+
+def test_non_contiguous_and_views():
+    t = torch.randn(33, 6).t()                       # transposed input
+    check(lambda x: x.sin() + 1, t)
+    s = torch.randn(8, 40)[::2, 3:36]                # strided slice
+    check(lambda x: x * x - x.mean(-1, keepdim=True), s)
+    check(lambda x: x.reshape(4, 5, 6).permute(2, 0, 1).contiguous() * 2, torch.randn(120))
+    check(lambda x: x.view(2, 3, 11, 6).sum(2).exp(), torch.randn(66, 6))
+    check(lambda x: x.unsqueeze(1).expand(6, 4, 33) + 1, X)
+    check(lambda x: x[:, 1:-1:2].squeeze() * 3 + x[:, 0:1], X)
+    check(lambda x: x.select(1, 3) + x[2], torch.randn(6, 6))
+
+
+def test_cat_pad_rope_like():
+    def rope(x):
+        x1, x2 = x[..., :6], x[..., 6:]
+        return torch.cat([-x2, x1], dim=-1) * 0.5 + x
+    check(rope, B3)
+    check(lambda x: F.pad(x, (2, 3, 1, 0), value=0.5) * 2, X)
+
+
+def test_gather_embedding_index():
+    w = torch.randn(10, 7)
+    idx = torch.tensor([[1, 3], [9, 0], [4, 4]])
+    check(lambda w, i: F.embedding(i, w) * 2, w, idx)
+    check(lambda w, i: torch.gather(w, 1, i.remainder(7)) + 1, w, idx)
+    check(lambda w, i: w[i[:, 0]] - 1, w, idx)
+
+
+def test_out_of_range_index_raises_like_eager():
+    from fuselens.compiler.backend import compile_graph
+    from fl_helpers import aten_graph
+    w, idx = torch.randn(10, 7), torch.tensor([1, 12])
+    fn = lambda w, i: F.embedding(i, w) * 2  # noqa: E731
+    compiled = compile_graph(aten_graph(fn, w, torch.tensor([1, 2])), [w, torch.tensor([1, 2])])
+    with pytest.raises(IndexError):
+        compiled(w, idx)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1, (0, 1)])
+def test_reductions(dim):
+    # Sums of ~2000 floats in another order differ by a few ulps of the total.
+    check(lambda x: (x.sum(dim), x.amax(dim), x.amin(dim), x.mean(dim)), torch.randn(40, 48), rtol=1e-5, atol=1e-4)
+
+
+def test_reduction_3d_middle_dim_and_keepdim():
+    x = torch.randn(5, 37, 9)
+    check(lambda x: (x.sum(1, keepdim=True) * x, x.amax(1)), x)
+    check(lambda x: x.var(1) + x.std(0, keepdim=True).sum(), x)
+    check(lambda x: (x * 2).sum(), x)
+
+
+def test_reduction_nan_propagates():
+    x = torch.randn(4, 20)
+    x[1, 5] = float("nan")
+    check(lambda x: (x.amax(-1), x.amin(0)), x)
+
+
+def test_softmax_family():
+    x = torch.randn(7, 50)
+    info = check(lambda x: torch.softmax(x, -1), x)
+    assert info.kernels == 1
+    check(lambda x: torch.log_softmax(x, -1), x)
+    check(lambda x: torch.softmax(x, 0), x)
+    check(lambda x: x - x.mean(-1, keepdim=True), x)
+
+
+def test_norms():
+    x, w, b = torch.randn(9, 64), torch.randn(64), torch.randn(64)
+    info = check(lambda x, w, b: F.layer_norm(x, (64,), w, b), x, w, b)
+    assert info.kernels == 1
+    check(lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w, x, w)
+    check(lambda x, r, w, b: F.layer_norm(x + r, (64,), w, b), x, torch.randn(9, 64), w, b)
+    check(lambda x: F.group_norm(x, 2), torch.randn(2, 4, 5, 5))
+
+
+def test_cross_entropy():
+    x, t = torch.randn(8, 11), torch.randint(0, 11, (8,))
+    check(lambda x, t: F.cross_entropy(x, t), x, t)
+    check(lambda x, t: F.nll_loss(torch.log_softmax(x, -1), t, reduction="sum"), x, t)
+
+
+def test_extern_ops_with_fused_epilogues():
+    x, w, b = torch.randn(5, 16), torch.randn(24, 16), torch.randn(24)
+    info = check(lambda x, w, b: F.gelu(F.linear(x, w, b)), x, w, b)
+    assert info.externs >= 1
+    q = torch.randn(2, 3, 8, 4)
+    check(lambda q: torch.softmax(q @ q.transpose(-1, -2) / math.sqrt(4), -1) @ q, q)
+    check(lambda x: torch.cumsum(x, 1) * 2, X)  # no lowering: stays a torch call
+
+
+def test_scalar_and_empty_outputs():
+    check(lambda x: (x.sum() * 2, x + 1), X)
+    check(lambda x: x.sum(-1), torch.randn(1, 1))
+
+
+def test_large_enough_for_threads_and_outer_reduction():
+    x = torch.randn(300, 520)
+    check(lambda x: (torch.softmax(x, -1), x.sum(0), (x * 2).sin()), x, atol=1e-4, rtol=1e-5)
+    check(lambda x: x.sum(), torch.randn(200000), atol=1e-2, rtol=1e-5)
