@@ -1,0 +1,111 @@
+"""Scans every .py file of the installed torch package with the analyzer.
+
+Issue 2's bar: zero exceptions over the whole package. Two passes:
+  1. `analyze_paths` over the package (what `fuselens check` runs), and
+  2. `Workspace.analyze_file` file by file (the language server's path).
+Prints files, findings, problems, exceptions and the time of each pass; exits 1 when any
+file raised. torch is located with importlib (never imported: the scan must not depend on
+torch being importable, only on its sources being on disk).
+
+    python bench/scan_torch.py [--subdir nn] [--pass paths|workspace|both] [--limit N]
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from fuselens.analysis import Config, Workspace, analyze_paths
+from fuselens.analysis.workspace import iter_python_files
+
+
+def torch_root() -> Path:
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("torch is not installed")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def scan_paths(folder: Path, config: Config) -> dict:
+    """analyze_paths over the whole folder, exactly as `fuselens check FOLDER` runs it. If it
+    raises, the folder is scanned again one sub-folder at a time to say where."""
+    started = time.perf_counter()
+    try:
+        reports = analyze_paths([str(folder)], config)
+        exceptions = []
+    except Exception:  # noqa: BLE001 - the point is to count them
+        reports, exceptions = [], [(str(folder), traceback.format_exc())]
+        units = sorted(p for p in folder.iterdir() if p.is_dir() and p.name != "__pycache__")
+        for unit in units + sorted(p for p in folder.iterdir() if p.suffix == ".py"):
+            try:
+                reports += analyze_paths([str(unit)], config)
+            except Exception:  # noqa: BLE001
+                exceptions.append((str(unit), traceback.format_exc()))
+    return {"files": sum(1 for report in reports if report.path.startswith(str(folder))),
+            "findings": sum(len(report.findings) for report in reports),
+            "problems": sum(len(report.problems) for report in reports),
+            "exceptions": exceptions, "seconds": time.perf_counter() - started}
+
+
+def scan_workspace(folder: Path, config: Config, limit: int | None = None) -> dict:
+    """Workspace.analyze_file on each file with one shared Workspace (caches kept)."""
+    started = time.perf_counter()
+    workspace = Workspace([folder.parent], config)
+    files = findings = problems = 0
+    exceptions = []
+    slowest = (0.0, "")
+    for path in iter_python_files([str(folder)]):
+        if limit is not None and files >= limit:
+            break
+        files += 1
+        one = time.perf_counter()
+        try:
+            report = workspace.analyze_file(path)
+        except Exception:  # noqa: BLE001
+            exceptions.append((path, traceback.format_exc()))
+            continue
+        slowest = max(slowest, (time.perf_counter() - one, path))
+        findings += len(report.findings)
+        problems += len(report.problems)
+    return {"files": files, "findings": findings, "problems": problems, "exceptions": exceptions,
+            "seconds": time.perf_counter() - started, "slowest": slowest}
+
+
+def print_result(name: str, result: dict) -> None:
+    print(f"{name}: {result['files']} files, {result['findings']} findings, {result['problems']} problems, "
+          f"{len(result['exceptions'])} exceptions, {result['seconds']:.1f} s")
+    if "slowest" in result:
+        seconds, path = result["slowest"]
+        print(f"    slowest file: {path} ({seconds * 1000:.0f} ms)")
+    for where, trace in result["exceptions"][:10]:
+        print(f"--- exception in {where}\n{trace}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--subdir", help="scan only this folder of torch (e.g. nn, _dynamo)")
+    parser.add_argument("--pass", dest="which", choices=["paths", "workspace", "both"], default="both")
+    parser.add_argument("--limit", type=int, help="at most this many files in the workspace pass")
+    args = parser.parse_args(argv)
+    folder = torch_root() / args.subdir if args.subdir else torch_root()
+    config = Config()
+    total = sum(1 for _ in iter_python_files([str(folder)]))
+    size = sum(Path(p).stat().st_size for p in iter_python_files([str(folder)]))
+    print(f"scanning {folder}: {total} .py files, {size / 1e6:.1f} MB")
+    failed = False
+    if args.which in ("paths", "both"):
+        result = scan_paths(folder, config)
+        print_result("analyze_paths (fuselens check)", result)
+        failed |= bool(result["exceptions"])
+    if args.which in ("workspace", "both"):
+        result = scan_workspace(folder, config, args.limit)
+        print_result("Workspace.analyze_file (language server)", result)
+        failed |= bool(result["exceptions"])
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
