@@ -28,6 +28,10 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
 
     receiver = walker.expr(func.value) if isinstance(func, ast.Attribute) else None
     if receiver is not None:
+        if receiver.kind == K.OBJ and isinstance(receiver.ref, ClassInfo):
+            method = receiver.ref.lookup_method(func.attr)
+            if method is not None:
+                return walker.call_user(node, method, args, kwargs, receiver=receiver)
         if receiver.kind == K.TENSOR:
             return tensor_method(walker, node, func.attr, receiver, args, kwargs)
         if receiver.kind == K.MODULE:
@@ -148,6 +152,11 @@ def builtin_call(walker, node: ast.Call, name: str, args: list[Ty], kwargs: dict
             walker.report("FL101", node, f"{name}() over tensors tests each one's truth value")
             return K.T_DATA
         return K.T_BOOL
+    if name == "super" and walker.function.cls is not None:
+        bases = walker.module.base_classes(walker.function.cls)
+        if bases:
+            return Ty(K.MODULE if bases[0].is_module else K.OBJ, ref=bases[0])
+        return K.T_OBJ
     if name == "map":
         return K.seq_of(K.T_UNKNOWN)
     if name in BUILTIN_NON_TENSOR:

@@ -195,7 +195,29 @@ def root_parameters(function: FunctionInfo) -> tuple:
             params.append(_parameter_type(function.module, arg, default, guess_tensor=True))
     for arg, default in zip(node.args.kwonlyargs, node.args.kw_defaults):
         params.append(_parameter_type(function.module, arg, default, guess_tensor=True))
+    names = [arg.arg for arg in [*args, *node.args.kwonlyargs]]
+    guessed = {name for name, ty in zip(names, params) if ty.kind in (K.NUM, K.UNKNOWN)}
+    if guessed:
+        used = _used_as_tensors(node, guessed)
+        params = [K.T_TENSOR if name in used else ty for name, ty in zip(names, params)]
     return tuple(params)
+
+
+_TENSOR_ONLY_ATTRS = {"shape", "dtype", "device", "ndim", "size", "dim", "item", "tolist", "numel", "view",
+                      "reshape", "sum", "mean", "max", "min", "float", "long", "to", "unsqueeze", "squeeze",
+                      "transpose", "permute", "contiguous", "softmax", "exp", "log", "abs", "clamp", "norm",
+                      "std", "var", "any", "all", "argmax", "argmin", "expand", "masked_fill", "sigmoid", "tanh",
+                      "matmul", "detach", "clone", "cumsum", "flatten", "numpy", "cpu", "cuda", "type_as"}
+
+
+def _used_as_tensors(node: ast.AST, names: set[str]) -> set[str]:
+    """Parameters the body uses like tensors (`p.mean()`, `p.shape`), whatever their names say."""
+    used = set()
+    for child in ast.walk(node):
+        if isinstance(child, ast.Attribute) and isinstance(child.value, ast.Name) and child.value.id in names \
+                and child.attr in _TENSOR_ONLY_ATTRS:
+            used.add(child.value.id)
+    return used
 
 
 def _parameter_type(module: ModuleIndex, arg: ast.arg, default, guess_tensor: bool) -> Ty:
@@ -286,6 +308,7 @@ class FunctionWalker:
         self.unresumable_depth = 0
         self.dead = False
         self.dead_after_this = False
+        self.quiet = 0  # > 0 inside code Dynamo traces only on unusual paths (except handlers)
         self._seen: set = set()
         self.current_statement: ast.stmt | None = None
         self.item_next_to_tensor: set[int] = set()  # `.item()` calls whose other operand is a tensor
@@ -308,7 +331,7 @@ class FunctionWalker:
 
     # --- reporting -----------------------------------------------------------------------------
     def report(self, code: str, node: ast.AST, message: str | None = None, span_node=None, fix=None) -> None:
-        if self.dead:
+        if self.dead or self.quiet:
             return
         if self.mode != COMPILE:
             code = TRACE_EQUIVALENT.get(code)
@@ -409,6 +432,11 @@ class FunctionWalker:
                                                 f"guards on its value and recompiles")
         elif isinstance(target, (ast.Tuple, ast.List)):
             element = self.element_type(value)
+            if value.items is not None and len(value.items) == len(target.elts) \
+                    and not any(isinstance(item, ast.Starred) for item in target.elts):
+                for item, item_type in zip(target.elts, value.items):
+                    self.assign(item, item_type, statement)
+                return
             for item in target.elts:
                 inner = item.value if isinstance(item, ast.Starred) else item
                 self.assign(inner, K.seq_of(element) if isinstance(item, ast.Starred) else element, statement)
@@ -475,10 +503,15 @@ class FunctionWalker:
 
     def stmt_Try(self, node: ast.Try) -> None:
         self.unresumable(node.body)
-        for handler in node.handlers:
-            if handler.name:
-                self.env[handler.name] = K.T_OBJ
-            self.block(handler.body)
+        # Handlers are traced only when the body raises at compile time: types, but no findings.
+        self.quiet += 1
+        try:
+            for handler in node.handlers:
+                if handler.name:
+                    self.env[handler.name] = K.T_OBJ
+                self.block(handler.body)
+        finally:
+            self.quiet -= 1
         self.block(node.orelse)
         self.block(node.finalbody)
 
@@ -688,6 +721,10 @@ class FunctionWalker:
         if container.kind == K.SHAPE:
             return K.T_SHAPE if isinstance(node.slice, ast.Slice) else K.T_SHAPE_INT
         if container.kind == K.SEQ:
+            if container.items is not None and isinstance(node.slice, ast.Constant) \
+                    and isinstance(node.slice.value, int) and -len(container.items) <= node.slice.value \
+                    < len(container.items):
+                return container.items[node.slice.value]
             if index.is_tensor:
                 self.report("FL102", node, "Python sequence indexed with a tensor: Dynamo reads its value")
             if isinstance(node.slice, ast.Slice):
@@ -725,7 +762,7 @@ class FunctionWalker:
             return K.Ty(K.SHAPE, shape_derived=any(t.shape_derived for t in types))
         element = types[0] if types and all(t == types[0] for t in types) else (
             K.T_TENSOR if any(t.maybe_tensor for t in types) else K.T_UNKNOWN)
-        return K.seq_of(element)
+        return Ty(K.SEQ, ref=element, items=tuple(types) if isinstance(node, ast.Tuple) else None)
 
     expr_List = expr_Tuple
     expr_Set = expr_Tuple

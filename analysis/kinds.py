@@ -37,6 +37,7 @@ class Ty:
     optional: bool = False
     ref: object = None
     shape_derived: bool = False  # INT/BOOL computed from a tensor's sizes (recompile-relevant)
+    items: tuple | None = None  # SEQ: per-position types of a tuple/list display
 
     @property
     def is_tensor(self) -> bool:
@@ -85,8 +86,11 @@ def join(a: Ty, b: Ty) -> Ty:
     if b.kind == NONE:
         return a.but(optional=True)
     if a.kind == b.kind:
+        items = tuple(join(x, y) for x, y in zip(a.items, b.items)) \
+            if a.items is not None and b.items is not None and len(a.items) == len(b.items) else None
         return Ty(a.kind, optional=a.optional or b.optional, ref=a.ref if a.ref == b.ref else None,
-                  shape_derived=a.shape_derived or b.shape_derived)
+                  shape_derived=a.shape_derived or b.shape_derived, zero_dim=a.zero_dim and b.zero_dim,
+                  boolean=a.boolean and b.boolean, integer=a.integer and b.integer, items=items)
     if {a.kind, b.kind} <= {INT, NUM, BOOL}:
         return Ty(NUM, shape_derived=a.shape_derived or b.shape_derived)
     return T_UNKNOWN
