@@ -198,6 +198,15 @@ def _dynamo_logs():
         logger.propagate = saved[1]
 
 
+def _seed():
+    import random
+
+    import torch
+
+    random.seed(0)
+    torch.manual_seed(0)
+
+
 def _noop_backend(gm, example_inputs):
     return gm.forward
 
@@ -257,7 +266,7 @@ def _guard_lines(entry: str, fixture: Path) -> list[int]:
                    and os.path.basename(m.group(1)) == fixture.name})
 
 
-_RESUME_GUARD_RE = re.compile(r"- \d+/\d+: ___stack\d+ ==")
+_RESUME_GUARD_RE = re.compile(r"- \d+/\d+: ___stack\d+\b")
 _GUARDED_NAME_RE = re.compile(r"(?:\.(\w+)|\[['\"](\w+)['\"]\])\s*(?:==|!=|is|<|>|<=|>=)")
 
 
@@ -414,7 +423,7 @@ def _eager(root, args, path, executed) -> list[int]:
     import torch
 
     sequence: list[int] = []
-    torch.manual_seed(0)
+    _seed()
     sys.settrace(_line_tracer(path, executed, sequence))
     try:
         with contextlib.redirect_stdout(io.StringIO()):
@@ -440,7 +449,7 @@ def _run_case(name, make, path, compiled, sink, result, executed, mutations):
 
     # Eagerly first, on a root of its own: coverage, and (with args2) which branches the
     # shapes of args2 decide differently once the root is warm (called once already).
-    torch.manual_seed(0)
+    _seed()
     root, args, *rest = make()
     _eager(root, args, path, executed)
     branches = set()
@@ -449,7 +458,7 @@ def _run_case(name, make, path, compiled, sink, result, executed, mutations):
                                 _eager(root, rest[0], path, executed))
 
     # A fresh root and inputs for the compiled runs: roots may update weights or inputs in place.
-    torch.manual_seed(0)
+    _seed()
     root, args, *rest = make()
     args2 = rest[0] if rest else None
     options = compiled.get(id(getattr(root, "__func__", root)), (None, {}))[1]
@@ -459,20 +468,20 @@ def _run_case(name, make, path, compiled, sink, result, executed, mutations):
     sink.records.clear()
     fn = torch.compile(root, backend=_noop_backend, dynamic=dynamic)
     with contextlib.redirect_stdout(io.StringIO()):
-        torch.manual_seed(0)
+        _seed()
         fn(*args)
         breaks = list(sink.records)
         sink.records.clear()
-        torch.manual_seed(0)
+        _seed()
         fn(*args)  # same inputs again: only mutated state can fail a guard
         recompiles = [(r, False) for r in sink.records]
         if args2 is not None:
             torch._dynamo.reset()
             sink.records.clear()
             fn = torch.compile(root, backend=_noop_backend, dynamic=True)
-            torch.manual_seed(0)
+            _seed()
             fn(*args)
-            torch.manual_seed(0)
+            _seed()
             fn(*args2)
             recompiles += [(r, True) for r in sink.records]
 
@@ -541,7 +550,7 @@ _SIDE_EFFECT_MODULES = ("logging", "warnings")
 def _run_traced(name, make, path, sink, result, executed):
     import torch
 
-    torch.manual_seed(0)
+    _seed()
     fn, args, *_ = make()
     target = str(path)
     warned: dict[int, str] = {}
@@ -606,7 +615,7 @@ def _run_traced(name, make, path, sink, result, executed):
     torch._dynamo.reset()
     sink.records.clear()
     with contextlib.redirect_stdout(io.StringIO()):
-        torch.manual_seed(0)
+        _seed()
         torch.compile(fn, backend=_noop_backend)(*args)
     dynamo_lines = {_break_line(r.getMessage(), path) for r in sink.records
                     if r.name.endswith("__graph_breaks")}
