@@ -560,6 +560,10 @@ class FunctionWalker:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             inner = self.static_truth(node.operand)
             return None if inner is None else not inner
+        if isinstance(node, ast.Name) and node.id not in self.env and node.id not in self.local_imports:
+            value = self.module.globals.get(node.id)
+            if isinstance(value, ast.Constant) and not self.module.mutated_globals & {node.id}:
+                return bool(value.value)  # Dynamo guards on the global and specializes the branch
         if isinstance(node, ast.Call) and not node.args:
             name = self.dotted(node.func)
             if name in COMPILING_CHECKS:
@@ -717,7 +721,9 @@ class FunctionWalker:
         if container.kind == K.TENSOR:
             if isinstance(node.ctx, ast.Load):
                 self.check_tensor_index(node, index)
-            return K.T_TENSOR.but(boolean=container.boolean, integer=container.integer)
+            # `order[0]` of an index tensor (argsort, argmax(dim)...) is, in practice, a 0-d index.
+            scalar_pick = container.integer and index.kind == K.INT and not isinstance(node.slice, ast.Tuple)
+            return K.T_TENSOR.but(boolean=container.boolean, integer=container.integer, zero_dim=scalar_pick)
         if container.kind == K.SHAPE:
             return K.T_SHAPE if isinstance(node.slice, ast.Slice) else K.T_SHAPE_INT
         if container.kind == K.SEQ:
@@ -778,7 +784,11 @@ class FunctionWalker:
     def expr_JoinedStr(self, node: ast.JoinedStr) -> Ty:
         for value in node.values:
             if isinstance(value, ast.FormattedValue):
-                self.expr(value.value)
+                ty = self.expr(value.value)
+                # `f"{t}"` and `f"{t:.3f}"` are formatted lazily (the break is where the string is
+                # used), but a conversion (`{t!r}`, `{t!s}`) formats the tensor right here.
+                if ty.is_tensor and value.conversion != -1:
+                    self.report("FL114", value, "Tensor converted with !r/!s in an f-string")
         return K.T_STR
 
     def expr_BinOp(self, node: ast.BinOp) -> Ty:

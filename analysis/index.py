@@ -125,6 +125,7 @@ class ModuleIndex:
     functions: dict[str, FunctionInfo] = field(default_factory=dict)
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     globals: dict[str, ast.expr] = field(default_factory=dict)
+    mutated_globals: set[str] = field(default_factory=set)  # reassigned by some `global` statement
     disabled_names: set[str] = field(default_factory=set)
     roots: list[Root] = field(default_factory=list)
     ignores: dict[int, frozenset[str] | None] = field(default_factory=dict)
@@ -196,6 +197,11 @@ def build_index(path: str, module_name: str, text: str, blocks: list[Block], wor
         for statement in block.statements:
             _index_statement(index, block, statement)
     for block in blocks:
+        if "global " in block.text:
+            for statement in block.statements:
+                for node in ast.walk(statement):
+                    if isinstance(node, ast.Global):
+                        index.mutated_globals.update(node.names)
         if _ROOT_HINT.search(block.text):
             for statement in block.statements:
                 _find_root_calls(index, block, statement)
@@ -232,6 +238,8 @@ def _index_statement(index: ModuleIndex, block: Block, node: ast.stmt) -> None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         for target in targets:
             if isinstance(target, ast.Name):
+                if target.id in index.globals:
+                    index.mutated_globals.add(target.id)
                 index.globals[target.id] = node.value
     elif isinstance(node, (ast.If, ast.Try)):
         # `try: import x except ImportError: ...` and `if TYPE_CHECKING:` still bind names.
