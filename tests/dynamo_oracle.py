@@ -300,7 +300,7 @@ def _mutation_sites(source: str) -> dict[str, set[int]]:
     return sites
 
 
-_SHAPE_GUARD_RE = re.compile(r"size\(\)|stride\(\)|size mismatch|stride mismatch|numel|dim\(\)")
+_SHAPE_GUARD_RE = re.compile(r"size\(\)|stride\(\)|(size|stride|rank) mismatch|numel|dim\(\)")
 
 
 # --------------------------------------------------------------------------- loading

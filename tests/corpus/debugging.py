@@ -71,7 +71,7 @@ class RootLoggerBlock(nn.Module):
 
 class WarnOnce(nn.Module):
     def forward(self, x):
-        if x.dim() != 3:
+        if x.dim() != 3:  # expect: FL301
             warnings.warn("expected a 3-d input, flattening")  # expect: FL112 GB0007
             x = x.flatten(1).unsqueeze(1)
         return x.softmax(-1)
@@ -143,7 +143,7 @@ def timestamped(x):
 
 @torch.compile
 def random_scale(x):
-    if random.random() < 0.5:  # expect: FL121 GB0007
+    if random.random() < 0.9:  # expect: FL121 GB0007
         x = x * 2
     return x
 
@@ -190,7 +190,7 @@ CASES = {
     "FlagPrint": lambda: (FlagPrint(8), (torch.randn(2, 8),)),
     "LoggingBlock": lambda: (LoggingBlock(8), (torch.randn(2, 8),)),
     "RootLoggerBlock": lambda: (RootLoggerBlock(), (torch.randn(2, 8),)),
-    "WarnOnce": lambda: (WarnOnce(), (torch.randn(2, 8),)),
+    "WarnOnce": lambda: (WarnOnce(), (torch.randn(2, 8),), (torch.randn(2, 3, 8),)),
     "TimedBlock": lambda: (TimedBlock(8), (torch.randn(2, 8),)),
     "StdoutProgress": lambda: (StdoutProgress(), (torch.randn(2, 8),)),
     "format_stats": lambda: (format_stats, (torch.randn(4, 3),)),
