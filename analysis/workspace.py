@@ -17,6 +17,10 @@ from .index import ClassInfo, FunctionInfo, ModuleIndex, build_index
 from .source import SourceError, block_problems, decode_source, parse_blocks
 
 MEMO_LIMIT = 50_000
+# Names under these packages are never workspace code; resolving them needs no file lookups.
+EXTERNAL_PREFIXES = ("torch.", "numpy.", "np.", "math.", "logging.", "warnings.", "sys.", "os.", "time.",
+                     "random.", "copy.", "typing.", "collections.", "functools.", "itertools.", "einops.",
+                     "transformers.", "datetime.", "uuid.", "inspect.", "dataclasses.", "abc.", "enum.")
 SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", "venv", ".tox", "build", "dist", ".mypy_cache",
              ".pytest_cache", ".hypothesis", "site-packages"}
 
@@ -29,6 +33,7 @@ class Workspace:
         self._indexes: dict[str, tuple[str, ModuleIndex]] = {}  # path → (text, index)
         self._unreadable: dict[str, str] = {}
         self._interface_parts: dict[str, int] = {}  # block text → its share of the interface key
+        self._module_files: dict[tuple, str | None] = {}  # (dotted module, folder) → file
         self.memo: dict = {}
 
     # --- documents -----------------------------------------------------------------------------
@@ -80,17 +85,27 @@ class Workspace:
         return part
 
     def _module_file(self, dotted: str, near: str) -> str | None:
-        relative = Path(*dotted.split("."))
-        folders = [*self.roots, Path(near).resolve().parent]
-        for folder in folders:
-            for candidate in (folder / relative.with_suffix(".py"), folder / relative / "__init__.py"):
-                if candidate.is_file():
-                    return str(candidate)
-        return None
+        near_folder = os.path.dirname(near)
+        key = (dotted, near_folder)
+        if key not in self._module_files:
+            # Cached for the workspace's life (a new file appears on the next Workspace); most
+            # lookups are of torch/numpy names, which must not cost a stat() each time.
+            found = None
+            relative = os.path.join(*dotted.split("."))
+            for folder in [*map(str, self.roots), near_folder or "."]:
+                for candidate in (os.path.join(folder, relative + ".py"),
+                                  os.path.join(folder, relative, "__init__.py")):
+                    if os.path.isfile(candidate):
+                        found = candidate
+                        break
+                if found:
+                    break
+            self._module_files[key] = found
+        return self._module_files[key]
 
     def resolve_symbol(self, dotted: str, origin: ModuleIndex, depth: int = 0):
         """`pkg.layers.Block` → the ClassInfo/FunctionInfo it names, if it is in the workspace."""
-        if depth > 4 or "." not in dotted:
+        if depth > 4 or "." not in dotted or dotted.startswith(EXTERNAL_PREFIXES):
             return None
         parts = dotted.split(".")
         for cut in range(len(parts) - 1, 0, -1):
