@@ -6,6 +6,7 @@ compile never fails a user's program; `FUSELENS_STRICT=1` turns such fallbacks i
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import time
 from dataclasses import dataclass, field
@@ -74,6 +75,16 @@ def _apply_inplace(kernels, plan):
                     phase[i] = Store(plan.inplace[s.buf], s.index, s.value)
 
 
+def _cpp_segments(lib, seg_params):
+    fns = []
+    for i, params in enumerate(seg_params):
+        cfn = getattr(lib, f"seg{i}")
+        cfn.argtypes, cfn.restype = [ctypes.c_void_p], None
+        array = ctypes.c_void_p * len(params)
+        fns.append(lambda ts, cfn=cfn, array=array: cfn(array(*[t.data_ptr() for t in ts])))
+    return fns
+
+
 def build(gm: torch.fx.GraphModule, example_inputs, device_backend: str = "cpp"):
     """Compile for exactly these input shapes/strides; returns (runner, info)."""
     info = CompileInfo(backend=device_backend)
@@ -100,14 +111,18 @@ def build(gm: torch.fx.GraphModule, example_inputs, device_backend: str = "cpp")
     params = {k.name: kernel_params(k) for k in kernels}
     seg_params = [segment_params(seg, params) for seg in segments]
     if device_backend == "triton":
-        from .codegen_triton import TritonRunner
-        runner = TritonRunner(program, steps, plan, segments, params, gm)
-        info.source = runner.source
+        from .codegen_triton import render_module, load_module
+        info.source = render_module(segments, params, program.buffers, program.origins)
+        debug.log(4, "generated source:\n" + info.source)
+        module = load_module(info.source)
+        seg_fns = [getattr(module, f"seg{i}") for i in range(len(segments))]
+        runner = Runner(program, steps, plan, segments, seg_params, seg_fns, gm)
     else:
         info.source = render_unit(segments, params, program.buffers, program.origins)
         debug.log(4, "generated source:\n" + info.source)
         lib = compile_many([info.source])[0] if segments else None
-        runner = Runner(program, steps, plan, lib, segments, seg_params, gm)
+        runner = Runner(program, steps, plan, segments, seg_params, _cpp_segments(lib, seg_params), gm,
+                        take_error=lib.fl_take_error if lib is not None else None)
     info.compile_seconds = time.perf_counter() - t0
     debug.log(1, f"compiled graph: {info.kernels} kernels, {info.externs} externs, "
                  f"{info.compile_seconds * 1e3:.1f} ms ({device_backend})")
@@ -177,10 +192,47 @@ def decompositions():
     return table
 
 
+def _is_symbolic(a) -> bool:
+    if isinstance(a, torch.SymInt):
+        return True
+    return isinstance(a, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in a.shape)
+
+
+def _specializing(gm: torch.fx.GraphModule, backend):
+    """Dynamo marked some sizes dynamic (e.g. after a shape change): trace the graph again for each
+    concrete shape seen at run time and compile that static graph (inference only)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    variants: dict = {}
+
+    def run(*args):
+        if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+            return gm(*args)
+        key = tuple((tuple(a.shape), a.stride(), a.dtype) if isinstance(a, torch.Tensor) else a for a in args)
+        fn = variants.get(key)
+        if fn is None:
+            tensors = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+
+            def tensor_only(*ts):
+                full = list(args)
+                for i, t in zip(tensors, ts):
+                    full[i] = t
+                return gm(*full)
+            ts = [args[i] for i in tensors]
+            with torch.no_grad():
+                traced = make_fx(tensor_only, decomposition_table=decompositions())(*ts)
+            inner = compile_graph(traced, ts, device_backend=backend)
+            fn = variants[key] = lambda *a: inner(*[a[i] for i in tensors])
+        out = fn(*args)
+        return out
+    return run
+
+
 def fuselens_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     """`torch.compile(fn, backend=fuselens_backend)`: AOT-autograd to aten, then `compile_graph`."""
     from torch._dynamo.backends.common import aot_autograd
     backend = kwargs.pop("device_backend", None)
+    if any(_is_symbolic(a) for a in example_inputs):
+        return _specializing(gm, backend)
 
     def compiler(g, ex):
         return compile_graph(g, ex, device_backend=backend)

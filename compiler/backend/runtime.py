@@ -1,11 +1,11 @@
-"""Executes a compiled graph: kernel segments through ctypes, extern ops through torch.
+"""Executes a compiled graph: kernel segments (C++ through ctypes, or Triton launchers), extern
+ops through torch.
 
 All per-call work is precomputed into flat lists of slot numbers; a call only fills slots with
 tensors, makes one foreign call per kernel segment and one torch call per extern.
 """
 from __future__ import annotations
 
-import ctypes
 import sys
 import threading
 
@@ -34,9 +34,11 @@ class OutputPool:
 
 
 class Runner:
-    def __init__(self, program, steps, plan, lib, segments, seg_params, fallback):
+    def __init__(self, program, steps, plan, segments, seg_params, seg_fns, fallback, take_error=None):
+        """`seg_fns[i](tensors)` runs kernel segment i on the tensors of its `seg_params[i]`;
+        `take_error()` says whether a kernel saw an out-of-range index since the last call."""
         self.fallback = fallback
-        self.lib = lib
+        self.take_error = take_error
         slot = {}
         for name in program.buffers:
             slot.setdefault(name, len(slot))
@@ -69,11 +71,9 @@ class Runner:
                 if b in plan.arena_offset or b in plan.inplace or bufs[b].kind != "temp":
                     continue
                 allocs.append((slot[b], bufs[b].shape, bufs[b].strides, bufs[b].dtype, b))
-            fn = getattr(lib, f"seg{si}")
-            fn.argtypes, fn.restype = [ctypes.c_void_p], None
-            checks = any(n.op == "checkidx" for k in segments[si] for e in k.exprs() for n in walk([e]))
-            self.steps.append(("kernels", fn, [slot[b] for b in params], allocs, checks,
-                               ctypes.c_void_p * len(params)))
+            checks = take_error is not None and any(
+                n.op == "checkidx" for k in segments[si] for e in k.exprs() for n in walk([e]))
+            self.steps.append(("kernels", seg_fns[si], [slot[b] for b in params], allocs, checks))
         self.outputs = [self._resolver(ref, slot, bufs) for ref in program.outputs]
         self.output_tree = program.output_tree
 
@@ -137,7 +137,7 @@ class Runner:
                     if s is not None:
                         env[s] = t
                 continue
-            _, fn, slots, allocs, checks, arr = step
+            _, fn, slots, allocs, checks = step
             for s, shape, strides, dtype, name in allocs:
                 if shape and strides and dtype.itemsize * max(1, _numel(shape)) >= POOL_MIN_BYTES:
                     pool = self.pools.get(name)
@@ -146,8 +146,8 @@ class Runner:
                     env[s] = pool.take(shape, strides, dtype)
                 else:
                     env[s] = torch.empty_strided(shape, strides, dtype=dtype)
-            fn(arr(*[env[s].data_ptr() for s in slots]))
-            if checks and self.lib.fl_take_error():
+            fn([env[s] for s in slots])
+            if checks and self.take_error():
                 return self.fallback(*args)  # eager raises the proper IndexError
         return pytree.tree_unflatten([f(env) for f in self.outputs], self.output_tree)
 

@@ -1,0 +1,294 @@
+"""Eager vs torch.compile (Inductor) vs FuseLens, in one process, interleaved, medians.
+
+    python bench/compiler_bench.py [--quick] [--cases softmax,layernorm] [--rounds 7]
+
+Prints per case: runtime (ms) of each implementation, Inductor/FuseLens and eager/FuseLens ratios,
+cold and warm compile times of both compilers (first call, Dynamo included; "warm" = after
+torch._dynamo.reset() with the compilers' caches filled), and for memory-bound cases the effective
+bandwidth (minimal bytes moved / time) against a STREAM-like bandwidth measured in the same run.
+The machine is noisy (~10% run to run): compare columns within one run only.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from fuselens.compiler.backend import fuselens_backend  # noqa: E402
+
+torch.manual_seed(0)
+
+
+# ---- cases ---------------------------------------------------------------------------------------
+
+def pointwise_chain(x):
+    y = x * 1.5 + 0.5
+    for _ in range(4):
+        y = torch.sigmoid(y) * y - 0.1 * y.abs() + torch.tanh(y)
+    return y
+
+
+def broadcast(x, row, col):
+    return (x + row) * col - row.exp()
+
+
+def sum_lastdim(x):
+    return x.sum(-1)
+
+
+def sum_dim0(x):
+    return x.sum(0)
+
+
+def softmax(x):
+    return torch.softmax(x, -1)
+
+
+def logsoftmax_nll(x, t):
+    return F.cross_entropy(x, t)
+
+
+def layernorm(x, w, b):
+    return F.layer_norm(x, (x.shape[-1],), w, b)
+
+
+def rmsnorm(x, w):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+
+
+def residual_norm(x, r, w, b):
+    h = x + r
+    return F.layer_norm(h, (h.shape[-1],), w, b), h
+
+
+def swiglu(g, u):
+    return F.silu(g) * u
+
+
+def rope(x, cos, sin):
+    half = x.shape[-1] // 2
+    rot = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+    return x * cos + rot * sin
+
+
+def naive_attention(q, k, v):
+    s = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    return torch.softmax(s, -1) @ v
+
+
+def linear_gelu(x, w, b):
+    return F.gelu(F.linear(x, w, b))
+
+
+class Block(nn.Module):
+    def __init__(self, d=256, heads=4):
+        super().__init__()
+        self.h = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.h, d // self.h).permute(2, 0, 3, 1, 4)
+        a = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d // self.h), -1) @ v
+        x = x + self.proj(a.transpose(1, 2).reshape(b, t, d))
+        return x + self.mlp(self.ln2(x))
+
+
+def graph_break(x):
+    y = torch.tanh(x * 2 + 1) * x
+    print("", end="")  # a graph break: two compiled graphs
+    return torch.sigmoid(y) * y + 1
+
+
+def tiny(x):
+    return x * 2 + 1
+
+
+def shape_change(x):
+    return torch.softmax(x * 2, -1) + x
+
+
+def build_cases(quick: bool):
+    n = 1024 if quick else 4096
+    rows, cols = (1024, 1024) if quick else (8192, 1024)
+    mlp = nn.Sequential(nn.Linear(512, 2048), nn.GELU(), nn.Linear(2048, 512)).eval()
+    block = Block().eval()
+    big = torch.randn(n, n)
+    bt = (4, 8, 512, 64) if not quick else (2, 4, 128, 64)
+    f = 4  # bytes per float32
+    cases = [
+        # name, fn, args, minimal bytes moved (None: compute-bound)
+        ("pointwise_chain", pointwise_chain, (big,), 2 * n * n * f),
+        ("broadcast", broadcast, (big, torch.randn(n), torch.randn(n, 1)), 2 * n * n * f),
+        ("sum_lastdim", sum_lastdim, (big,), n * n * f),
+        ("sum_dim0", sum_dim0, (big,), n * n * f),
+        ("softmax", softmax, (torch.randn(rows, cols),), 2 * rows * cols * f),
+        ("logsoftmax_nll", logsoftmax_nll, (torch.randn(rows, cols), torch.randint(0, cols, (rows,))),
+         rows * cols * f),
+        ("layernorm", layernorm, (torch.randn(rows, cols), torch.randn(cols), torch.randn(cols)), 2 * rows * cols * f),
+        ("rmsnorm", rmsnorm, (torch.randn(rows, cols), torch.randn(cols)), 2 * rows * cols * f),
+        ("residual_norm", residual_norm, (torch.randn(rows, cols), torch.randn(rows, cols), torch.randn(cols),
+                                          torch.randn(cols)), 4 * rows * cols * f),
+        ("swiglu", swiglu, (big, torch.randn(n, n)), 3 * n * n * f),
+        ("rope", rope, (torch.randn(*bt), torch.randn(bt[2], bt[3]), torch.randn(bt[2], bt[3])),
+         2 * math.prod(bt) * f),
+        ("naive_attention", naive_attention, tuple(torch.randn(2, 8, 256, 64) for _ in range(3)), None),
+        ("linear_gelu", linear_gelu, (torch.randn(512, 1024), torch.randn(2048, 1024), torch.randn(2048)), None),
+        ("mlp_module", mlp, (torch.randn(256, 512),), None),
+        ("transformer_block", block, (torch.randn(4, 128, 256),), None),
+        ("graph_break", graph_break, (torch.randn(rows, cols),), 2 * rows * cols * f),
+        ("shape_change", shape_change, "shape_change", None),
+        ("tiny", tiny, (torch.randn(16),), None),
+    ]
+    return cases
+
+
+# ---- measurement ---------------------------------------------------------------------------------
+
+def stream_bandwidth() -> float:
+    """GB/s of a triad a = b + s*c and a copy over 256 MiB arrays, best of several (torch, out=)."""
+    n = 64 * 1024 * 1024
+    a, b, c = torch.empty(n), torch.randn(n), torch.randn(n)
+    best = 0.0
+    for _ in range(5):
+        t = time.perf_counter()
+        torch.add(b, c, alpha=0.5, out=a)
+        best = max(best, 3 * n * 4 / (time.perf_counter() - t) / 1e9)
+        t = time.perf_counter()
+        a.copy_(b)
+        best = max(best, 2 * n * 4 / (time.perf_counter() - t) / 1e9)
+    return best
+
+
+def make_runner(fn, args):
+    if args == "shape_change":
+        xs = [torch.randn(512, 1024), torch.randn(1024, 512)]
+        return lambda f: [f(x) for x in xs]
+    return lambda f: f(*args)
+
+
+def first_call_seconds(fn, backend, run):
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend=backend)
+    t = time.perf_counter()
+    run(compiled)
+    return compiled, time.perf_counter() - t
+
+
+def time_per_call(f, run, budget=0.05):
+    run(f)
+    t = time.perf_counter()
+    n = 0
+    while time.perf_counter() - t < budget / 5 or n < 1:
+        run(f)
+        n += 1
+    reps = max(1, int(n * budget / max(time.perf_counter() - t, 1e-9) / 5))
+    t = time.perf_counter()
+    for _ in range(reps):
+        run(f)
+    return (time.perf_counter() - t) / reps
+
+
+def check_same(run, fa, fb, name):
+    with torch.no_grad():
+        a, b = run(fa), run(fb)
+    try:
+        torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-4, equal_nan=True)
+        return "ok"
+    except AssertionError as e:
+        print(f"  MISMATCH in {name}: {str(e).splitlines()[0:3]}", file=sys.stderr)
+        return "MISMATCH"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="small shapes (a smoke run)")
+    ap.add_argument("--cases", default="", help="comma-separated subset")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--no-inductor", action="store_true")
+    opts = ap.parse_args()
+    torch.set_grad_enabled(False)
+    os.environ.setdefault("FUSELENS_CACHE_DIR", tempfile.mkdtemp(prefix="fuselens-bench-"))
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    bw = stream_bandwidth()
+    print(f"STREAM-like bandwidth: {bw:.1f} GB/s")
+    # Warm up Dynamo/AOT machinery once so per-case compile times measure the compilers.
+    first_call_seconds(lambda x: x + 1, fuselens_backend, lambda f: f(torch.randn(4)))
+    wanted = set(filter(None, opts.cases.split(",")))
+    rows = []
+    for name, fn, args, nbytes in build_cases(opts.quick):
+        if wanted and name not in wanted:
+            continue
+        run = make_runner(fn, args)
+        impls = {"eager": fn}
+        comp = {}
+        fl, comp["fl_cold"] = first_call_seconds(fn, fuselens_backend, run)
+        _, comp["fl_warm"] = first_call_seconds(fn, fuselens_backend, run)
+        fl, _ = first_call_seconds(fn, fuselens_backend, run)
+        impls["fuselens"] = fl
+        if not opts.no_inductor:
+            ind, comp["ind_cold"] = first_call_seconds(fn, "inductor", run)
+            _, comp["ind_warm"] = first_call_seconds(fn, "inductor", run)
+            ind, _ = first_call_seconds(fn, "inductor", run)
+            impls["inductor"] = ind
+        status = check_same(run, fn, fl, name)
+        samples = {k: [] for k in impls}
+        for _ in range(opts.rounds):
+            for k, f in impls.items():
+                samples[k].append(time_per_call(f, run))
+        med = {k: statistics.median(v) for k, v in samples.items()}
+        rows.append((name, med, comp, nbytes, status))
+        print(_row(name, med, comp, nbytes, bw, status), flush=True)
+    _summary(rows, bw)
+
+
+HEADER = (f"{'case':<18} {'eager ms':>9} {'induct ms':>9} {'fl ms':>9} {'ind/fl':>7} {'eag/fl':>7} "
+          f"{'fl cold':>8} {'fl warm':>8} {'ind cold':>8} {'ind warm':>8} {'fl GB/s':>8} {'%bw':>5} check")
+
+
+def _row(name, med, comp, nbytes, bw, status):
+    fl = med["fuselens"]
+    ind = med.get("inductor", float("nan"))
+    gbs = nbytes / fl / 1e9 if nbytes else float("nan")
+    return (f"{name:<18} {med['eager'] * 1e3:9.3f} {ind * 1e3:9.3f} {fl * 1e3:9.3f} {ind / fl:7.2f} "
+            f"{med['eager'] / fl:7.2f} {comp['fl_cold']:7.2f}s {comp['fl_warm']:7.3f}s "
+            f"{comp.get('ind_cold', float('nan')):7.1f}s {comp.get('ind_warm', float('nan')):7.2f}s "
+            f"{gbs:8.1f} {100 * gbs / bw if nbytes else float('nan'):5.0f} {status}")
+
+
+def _summary(rows, bw):
+    print()
+    print(HEADER)
+    for name, med, comp, nbytes, status in rows:
+        print(_row(name, med, comp, nbytes, bw, status))
+    fl = [r[1]["fuselens"] for r in rows]
+    if rows and "inductor" in rows[0][1]:
+        geo = math.exp(statistics.mean(math.log(r[1]["inductor"] / r[1]["fuselens"]) for r in rows))
+        print(f"\ngeomean Inductor/FuseLens: {geo:.2f}x")
+        print(f"geomean cold compile: FuseLens {_geo(r[2]['fl_cold'] for r in rows):.2f}s, "
+              f"Inductor {_geo(r[2]['ind_cold'] for r in rows):.1f}s")
+    print(f"geomean eager/FuseLens: {_geo(r[1]['eager'] / r[1]['fuselens'] for r in rows):.2f}x; "
+          f"worst eager/FuseLens: {min(r[1]['eager'] / r[1]['fuselens'] for r in rows):.2f}x "
+          f"({min(rows, key=lambda r: r[1]['eager'] / r[1]['fuselens'])[0]})")
+    print(f"FuseLens warm compile: max {max(r[2]['fl_warm'] for r in rows) * 1e3:.0f} ms")
+    del fl
+
+
+def _geo(xs):
+    xs = list(xs)
+    return math.exp(statistics.mean(math.log(x) for x in xs))
+
+
+if __name__ == "__main__":
+    main()
