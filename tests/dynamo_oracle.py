@@ -267,17 +267,16 @@ def _guard_lines(entry: str, fixture: Path) -> list[int]:
 
 
 _RESUME_GUARD_RE = re.compile(r"- \d+/\d+: ___stack\d+\b")
-_GUARDED_NAME_RE = re.compile(r"(?:\.(\w+)|\[['\"](\w+)['\"]\])\s*(?:==|!=|is|<|>|<=|>=)")
+_GUARDED_NAME_RE = re.compile(r"\.(\w+)|\[['\"](\w+)['\"]\]")
 
 
-def _guarded_name(guard: str) -> str | None:
-    """`self.calls == 1` -> "calls", `G['COUNT'] == 0` -> "COUNT"."""
-    match = _GUARDED_NAME_RE.search(guard)
-    return (match.group(1) or match.group(2)) if match else None
+def _guarded_names(guard: str) -> set[str]:
+    """`self.calls == 1` -> {"calls"}, `G['CALLS']['n'] == 0` -> {"CALLS", "n"}."""
+    return {a or b for a, b in _GUARDED_NAME_RE.findall(guard)}
 
 
 def _mutation_sites(source: str) -> dict[str, set[int]]:
-    """Lines that assign an attribute (`obj.name = ...`) or a declared global, by name."""
+    """Lines that store into `obj.name`, `obj.name[k]`, `NAME[k]` or a declared global NAME."""
     sites: dict[str, set[int]] = {}
     for func in ast.walk(ast.parse(source)):
         if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -292,11 +291,13 @@ def _mutation_sites(source: str) -> dict[str, set[int]]:
             else:
                 continue
             for target in targets:
-                for leaf in ast.walk(target):
-                    if isinstance(leaf, ast.Attribute) and isinstance(leaf.ctx, ast.Store):
-                        sites.setdefault(leaf.attr, set()).add(node.lineno)
-                    elif isinstance(leaf, ast.Name) and leaf.id in declared:
-                        sites.setdefault(leaf.id, set()).add(node.lineno)
+                subscripted = False
+                while isinstance(target, ast.Subscript):
+                    target, subscripted = target.value, True
+                if isinstance(target, ast.Attribute):
+                    sites.setdefault(target.attr, set()).add(node.lineno)
+                elif isinstance(target, ast.Name) and (subscripted or target.id in declared):
+                    sites.setdefault(target.id, set()).add(node.lineno)
     return sites
 
 
@@ -525,8 +526,8 @@ def _run_case(name, make, path, compiled, sink, result, executed, mutations):
                 # Dynamo names the line that read the value; the finding belongs where the
                 # compiled code wrote it (the same line for `self.calls += 1`).
                 ran = set().union(*executed.values()) if executed else set()
-                lines = sorted(mutations.get(_guarded_name(guard), set()) & ran)
-                lines = lines or _guard_lines(entry, path)
+                written = set().union(*(mutations.get(n, set()) for n in _guarded_names(guard)))
+                lines = sorted(written & ran) or _guard_lines(entry, path)
                 if not lines:
                     result.notes.append(f"case {name!r}: recompile with no fixture line: {guard}")
                 for line in lines:
