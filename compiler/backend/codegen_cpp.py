@@ -98,12 +98,14 @@ class ExprPrinter:
             text = self.leaf(e)
             if text is None:
                 text = self.render(e, [bound[a] for a in e.args])
-                if e.op not in ("const", "var", "acc"):
-                    name = f"t{len(bound)}"
-                    lines.append(f"{indent}const {CTYPES[e.dtype]} {name} = {text};")
-                    text = name
+                name = f"t{len(bound)}"
+                lines.append(indent + self.declare(name, text, e))
+                text = name
             bound[e] = text
         return [bound[r] for r in roots]
+
+    def declare(self, name, text, e) -> str:
+        return f"const {CTYPES[e.dtype]} {name} = {text};"
 
     def nonneg(self, e):
         b = bounds(e, self.ranges, self.bounds_memo)
