@@ -545,7 +545,10 @@ def _run_case(name, make, path, compiled, sink, result, executed, mutations):
     return root, covered
 
 
-_SIDE_EFFECT_MODULES = ("logging", "warnings")
+# Python-level calls into these count as side effects (warnings.warn is a C call, checked
+# separately, so the warnings machinery run for TracerWarnings does not count).
+_SIDE_EFFECT_MODULES = ("logging",)
+_VALUE_BREAKS = {"GB0124", "GB0033", "GB0109"}  # .item()/float()/int(), data-dependent ops, tolist
 
 
 def _run_traced(name, make, path, sink, result, executed):
@@ -612,19 +615,32 @@ def _run_traced(name, make, path, sink, result, executed):
         if line not in effects_after:
             result.trace.append(Observed(line, "FL204", callee, name))
 
-    # Which warned lines depend on values? Exactly those where Dynamo cannot trace either.
+    # Which warned lines depend on values? Those where Dynamo cannot trace them either: a
+    # data-dependent branch (GB0170) bakes a branch, a host conversion bakes a value. Where
+    # Dynamo traces the line fine, the tracer warned about a size: a baked shape decision.
     torch._dynamo.reset()
     sink.records.clear()
     with contextlib.redirect_stdout(io.StringIO()):
         _seed()
         torch.compile(fn, backend=_noop_backend)(*args)
-    dynamo_lines = {_break_line(r.getMessage(), path) for r in sink.records
-                    if r.name.endswith("__graph_breaks")}
+    dynamo = {}
+    for record in sink.records:
+        if record.name.endswith("__graph_breaks"):
+            gb = _GB_RE.search(record.getMessage())
+            line = _break_line(record.getMessage(), path)
+            dynamo.setdefault(line, set()).add("GB" + gb.group(1) if gb else "?")
     for line, text in warned.items():
-        if line in dynamo_lines:
-            code = "FL201" if "Python boolean" in text else "FL202"
-        else:
+        gbs = dynamo.get(line, set())
+        if not gbs:
             code = "FL203"
+        elif "GB0170" in gbs and "Python boolean" in text:
+            code = "FL201"
+        elif gbs & _VALUE_BREAKS and "Python boolean" not in text:
+            code = "FL202"
+        else:
+            result.errors.append(f"traced {name!r}: line {line}: cannot classify TracerWarning "
+                                 f"{text.split(' might')[0]!r} with Dynamo breaks {sorted(gbs)}")
+            continue
         result.trace.append(Observed(line, code, text.split(" might")[0], name))
 
 
