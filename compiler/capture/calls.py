@@ -1,0 +1,389 @@
+"""Calls: record torch ops, inline Python functions through their source, run pure builtins, and
+turn everything else into a graph break with the analyzer's rule id."""
+from __future__ import annotations
+
+import builtins
+import functools
+import types
+
+import torch
+
+from .frames import Frame, Unsupported, closure_info, func_info
+from .guards import constant_like
+from .interp import ExtMethod
+from .tensors import BoundTensorMethod, torch_callable
+from .values import Break, Closure, DefaultSource, Ext, TVar, contains
+
+MAX_DEPTH = 40
+
+# Calls into these modules are graph breaks (Dynamo skips them too); rule ids from analysis/rules.py.
+_MODULE_RULES = {
+    "logging": ("FL111", "logging call"), "warnings": ("FL112", "warnings.warn()"),
+    "copy": ("FL120", "copy.deepcopy()/copy.copy()"), "time": ("FL121", "call into `time`"),
+    "random": ("FL121", "call into `random`"), "uuid": ("FL121", "call into `uuid`"),
+    "datetime": ("FL121", "call into `datetime`"), "numpy": ("FL122", "NumPy call"),
+    "io": ("FL113", "writing to a stream or file"), "_io": ("FL113", "writing to a stream or file"),
+    "os": (None, "call into `os`"), "sys": (None, "call into `sys`"), "pdb": (None, "debugger"),
+    "subprocess": (None, "subprocess"), "pickle": (None, "pickle"), "json": (None, "json"),
+}
+# Modules whose functions are pure on plain values (run concretely).
+_PURE_MODULES = {"math", "cmath", "operator", "functools", "itertools", "_operator", "_functools", "string",
+                 "collections", "numbers", "typing", "enum", "re", "_collections", "abc", "posixpath"}
+_PURE_TYPES = {int, float, bool, str, bytes, complex, tuple, list, dict, set, frozenset, range, slice,
+               enumerate, zip, reversed, map, filter, torch.Size, torch.device, torch.finfo, torch.iinfo,
+               type(None), object}
+_PURE_BUILTINS = {abs, min, max, sum, round, divmod, pow, all, any, sorted, chr, ord, hex, bin, oct,
+                  repr, format, hash, callable, isinstance, issubclass, iter, next, len, getattr,
+                  hasattr, ascii}
+_CONTAINER_MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse",
+                       "update", "setdefault", "popitem", "add", "discard", "__setitem__", "__delitem__",
+                       "__iadd__", "__imul__", "__ior__", "difference_update", "intersection_update",
+                       "symmetric_difference_update"}
+
+
+def _module_of(func) -> str:
+    owner = getattr(func, "__self__", None)
+    if owner is not None and not isinstance(owner, types.ModuleType) and not isinstance(owner, type):
+        mod = type(owner).__module__ or ""
+        if mod != "builtins":
+            return mod
+    return getattr(func, "__module__", None) or ""
+
+
+def _disabled(func) -> bool:
+    return bool(getattr(func, "_torchdynamo_disable", False))
+
+
+class CallMixin:
+    def call(self, func, args, kwargs, node):
+        t = type(func)
+        if t is BoundTensorMethod or t is ExtMethod:
+            return func(*args, **kwargs)
+        if t is TVar:
+            raise TypeError("'Tensor' object is not callable")
+        if t is Ext:
+            func = self.concrete(func)
+            t = type(func)
+        special = _SPECIAL.get(id(func))
+        if special is not None and special[0] is func:
+            return special[1](self, args, kwargs, node)
+        frame = self.prepare_inline(func, args, kwargs, node)
+        if frame is not None:
+            return self.run_nested(frame, node)
+        if t is types.MethodType:
+            return self.call(func.__func__, [func.__self__, *args], kwargs, node)
+        if torch_callable(func):
+            return self.tracer.torch_call(func, tuple(args), kwargs)
+        if t is types.BuiltinFunctionType or t is types.BuiltinMethodType:
+            return self.call_builtin(func, args, kwargs, node)
+        if isinstance(func, type):
+            return self.construct(func, args, kwargs, node)
+        rule = _MODULE_RULES.get(_module_of(func).split(".")[0])
+        if rule is not None:
+            raise Break(f"{rule[1]} ({_name(func)})", rule[0], node)
+        raise Break(f"call to {_name(func)} (not traceable: no Python source)", None, node)
+
+    def call_builtin(self, func, args, kwargs, node):
+        owner = getattr(func, "__self__", None)
+        name = func.__name__
+        if type(owner) in (list, dict, set):  # a container created in this function
+            if name in _CONTAINER_MUTATORS:
+                self.before_mutation(owner)
+            return func(*[self._plain(a) for a in args], **{k: self._plain(v) for k, v in kwargs.items()})
+        module = _module_of(func).split(".")[0]
+        rule = _MODULE_RULES.get(module)
+        if rule is not None:
+            if module == "numpy" and all(constant_like(self._plain(a)) for a in args):
+                return func(*[self._plain(a) for a in args], **{k: self._plain(v) for k, v in kwargs.items()})
+            raise Break(f"{rule[1]} ({name})", rule[0], node)
+        pure = module in _PURE_MODULES or constant_like(owner) or func in _PURE_BUILTINS
+        if pure:
+            if module in ("math", "cmath") and contains((args, kwargs), (TVar,)):
+                raise Break(f"math.{name} on a tensor needs its value on the host", "FL104", node)
+            return func(*[self._plain(a) for a in args], **{k: self._plain(v) for k, v in kwargs.items()})
+        raise Break(f"call to {_name(func)} (not traceable: no Python source)", None, node)
+
+    def _plain(self, v):
+        """Arguments for concrete Python calls: Ext values specialized, closures callable."""
+        if type(v) is Ext:
+            return self.concrete(v)
+        if type(v) is Closure:
+            return _ClosureCallable(self, v)
+        return v
+
+    def construct(self, cls, args, kwargs, node):
+        if cls in _PURE_TYPES:
+            if cls in (list, tuple, set, frozenset, dict) and len(args) == 1 and not kwargs \
+                    and type(args[0]) is not dict:
+                return cls(self.iterate(args[0]))
+            return cls(*[self._plain(a) for a in args], **{k: self._plain(v) for k, v in kwargs.items()})
+        if issubclass(cls, torch.nn.Parameter):
+            raise Break("nn.Parameter created inside compiled code", "FL141", node)
+        if issubclass(cls, tuple) and hasattr(cls, "_fields"):
+            return cls(*args, **kwargs)  # namedtuple: a plain container of traced values
+        raise Break(f"constructs a {cls.__qualname__} object", None, node)
+
+    # -- inlining Python functions --
+    def prepare_inline(self, func, args, kwargs, node):
+        """A Frame ready to run `func(*args, **kwargs)` by interpreting its source, or None if
+        `func` is not a Python function we inline."""
+        t = type(func)
+        if t is Closure:
+            return self._bind_closure(func, args, kwargs)
+        if t is types.MethodType and isinstance(func.__func__, types.FunctionType):
+            return self.prepare_inline(func.__func__, [func.__self__, *args], kwargs, node)
+        if t is functools.partial:
+            return self.prepare_inline(func.func, [*func.args, *args], {**func.keywords, **kwargs}, node)
+        if isinstance(func, torch.nn.Module):
+            return self._module_frame(func, args, kwargs, node)
+        if t is not types.FunctionType:
+            if callable(func) and not isinstance(func, type) and type(func).__module__ not in ("builtins",) \
+                    and isinstance(getattr(type(func), "__call__", None), types.FunctionType) \
+                    and id(func) in self.sources:
+                call = self.object_attr(func, "__call__", self.sources[id(func)])
+                return self.prepare_inline(call, args, kwargs, node)
+            return None
+        module = func.__module__ or ""
+        if _disabled(func):
+            raise Break(f"{func.__qualname__} is marked torch.compiler.disable", "FL130", node)
+        if torch_callable(func) and not module.startswith("torch.nn.modules"):
+            return None
+        top = module.split(".")[0]
+        if top in _MODULE_RULES:
+            rule = _MODULE_RULES[top]
+            raise Break(f"{rule[1]} ({func.__qualname__})", rule[0], node)
+        if top in _PURE_MODULES:
+            return None
+        try:
+            info = func_info(func)
+        except Unsupported as e:
+            raise Break(f"cannot inline {func.__qualname__}: {e}", None, node) from None
+        if self.depth >= MAX_DEPTH:
+            raise Break("inlining too deep (recursion?)", None, node)
+        src = self.sources.get(id(func))
+        if src is not None and not module.startswith("torch."):
+            self.guards_now().code_is(src, func)
+        return self._function_frame(info, func, args, kwargs)
+
+    def _module_frame(self, m, args, kwargs, node):
+        src = self.sources.get(id(m))
+        if type(m).__call__ is not torch.nn.Module.__call__:
+            raise Break(f"{type(m).__qualname__} overrides __call__", None, node)
+        from .guards import no_hooks
+        if not no_hooks(m):
+            raise Break(f"{type(m).__qualname__} has hooks", None, node)
+        if src is not None:
+            self.guards_now().no_hooks(src)
+            forward = self.object_attr(m, "forward", src)
+        else:
+            forward = m.forward
+        return self.prepare_inline(forward, args, kwargs, node)
+
+    def _bind(self, info, args, kwargs, defaults, kwdefaults):
+        """Python's argument binding; `defaults(i)`/`kwdefaults(name)` give a default's value."""
+        names, npos = info.argnames, info.npos
+        env = {}
+        if len(args) > npos and not info.varargs:
+            raise TypeError(f"{info.qualname}() takes {npos} positional arguments but {len(args)} were given")
+        env.update(zip(names[:npos], args))
+        if info.varargs:
+            env[info.varargs] = tuple(args[npos:])
+        extra = {}
+        for k, v in kwargs.items():
+            if k in names[info.posonly:]:
+                if k in env:
+                    raise TypeError(f"{info.qualname}() got multiple values for argument {k!r}")
+                env[k] = v
+            elif info.varkw:
+                extra[k] = v
+            else:
+                raise TypeError(f"{info.qualname}() got an unexpected keyword argument {k!r}")
+        for i, name in enumerate(names):
+            if name not in env:
+                value = defaults(i) if i < npos else kwdefaults(name)
+                if value is _MISSING:
+                    raise TypeError(f"{info.qualname}() missing required argument {name!r}")
+                env[name] = value
+        if info.varkw:
+            env[info.varkw] = extra
+        return env
+
+    def _function_frame(self, info, func, args, kwargs):
+        defaults = func.__defaults__ or ()
+        first = info.npos - len(defaults)
+        kwd = func.__kwdefaults__ or {}
+
+        def default(i):
+            if i < first:
+                return _MISSING
+            return self.ext(defaults[i - first], DefaultSource(func, i - first))
+
+        def kwdefault(name):
+            return self.ext(kwd[name], DefaultSource(func, name, kw=True)) if name in kwd else _MISSING
+        return Frame(info, self._bind(info, args, kwargs, default, kwdefault), self.frame_prefix(info))
+
+    def _bind_closure(self, c, args, kwargs):
+        info = closure_info(c)
+        first = info.npos - len(c.defaults)
+
+        def default(i):
+            return c.defaults[i - first] if i >= first else _MISSING
+
+        def kwdefault(name):
+            return c.kwdefaults.get(name, _MISSING)
+        env = self._bind(info, args, kwargs, default, kwdefault)
+        return Frame(info, env, self.frame_prefix(info), closure=c.frame)
+
+
+_MISSING = object()
+
+
+class _ClosureCallable:
+    """Lets builtins such as map/sorted(key=...) call an interpreted lambda."""
+
+    def __init__(self, cap, closure):
+        self.cap = cap
+        self.closure = closure
+
+    def __call__(self, *args, **kwargs):
+        return self.cap.call(self.closure, list(args), kwargs, None)
+
+
+def _name(func) -> str:
+    mod = getattr(func, "__module__", None)
+    qual = getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or type(func).__name__
+    return f"{mod}.{qual}" if mod and mod != "builtins" else qual
+
+
+# --- builtins with their own semantics -------------------------------------------------------------
+
+def _print(cap, args, kwargs, node):
+    raise Break("print() in compiled code", "FL110", node)
+
+
+def _isinstance(cap, args, kwargs, node):
+    obj, cls = args
+    cls = cap._plain(cls)
+    if type(obj) is TVar:
+        return issubclass(cap.tracer.tensor_class(obj), cls) if isinstance(cls, type) else \
+            any(issubclass(cap.tracer.tensor_class(obj), c) for c in cls)
+    if type(obj) is Ext:
+        cap.guards_now().type_is(obj.source, type(obj.value))
+        return isinstance(obj.value, cls)
+    if type(obj) is Closure:
+        return isinstance(_dummy_function, cls)
+    return isinstance(obj, cls)
+
+
+def _dummy_function():
+    pass
+
+
+def _type(cap, args, kwargs, node):
+    if len(args) != 1:
+        raise Break("type() with three arguments creates a class", None, node)
+    obj = args[0]
+    if type(obj) is TVar:
+        return cap.tracer.tensor_class(obj)
+    if type(obj) is Ext:
+        cap.guards_now().type_is(obj.source, type(obj.value))
+        return type(obj.value)
+    if type(obj) is Closure:
+        return types.FunctionType
+    return type(obj)
+
+
+def _len(cap, args, kwargs, node):
+    obj = args[0]
+    if type(obj) is Ext and type(obj.value) in (list, tuple, dict, set, str):
+        cap.guards_now().type_is(obj.source, type(obj.value))
+        cap.guards_now().length(obj.source, len(obj.value))
+        return len(obj.value)
+    if isinstance(obj, torch.nn.Module):
+        return len(cap.module_items(obj))
+    return len(cap._plain(obj))
+
+
+def _getattr(cap, args, kwargs, node):
+    obj, name = args[0], cap._plain(args[1])
+    try:
+        return cap.getattr_(obj, name)
+    except AttributeError:
+        if len(args) > 2:
+            return args[2]
+        raise
+
+
+def _hasattr(cap, args, kwargs, node):
+    obj, name = args[0], cap._plain(args[1])
+    if type(obj) is Ext and not constant_like(obj.value):
+        result = hasattr(obj.value, name)
+        cap.guards_now().hasattr_is(obj.source, name, result)
+        return result
+    try:
+        cap.getattr_(obj, name)
+        return True
+    except AttributeError:
+        return False
+
+
+def _setattr(cap, args, kwargs, node):
+    cap.setattr_(args[0], cap._plain(args[1]), args[2], node)
+
+
+def _iter(cap, args, kwargs, node):
+    if len(args) != 1:
+        raise Break("iter() with a sentinel", None, node)
+    return iter(cap.iterate(args[0]))
+
+
+def _sorted(cap, args, kwargs, node):
+    items = cap.iterate(args[0])
+    if any(type(x) is TVar for x in items):
+        raise Break("sorted() over tensors compares their values in Python", "FL143", node)
+    return sorted(items, **{k: cap._plain(v) for k, v in kwargs.items()})
+
+
+def _id(cap, args, kwargs, node):
+    raise Break("id() of an object inside compiled code", None, node)
+
+
+def _io(cap, args, kwargs, node):
+    raise Break("I/O inside compiled code", "FL113", node)
+
+
+def _refuse(cap, args, kwargs, node):
+    raise Break("introspection or dynamic code inside compiled code", None, node)
+
+
+def _is_compiling(cap, args, kwargs, node):
+    return True
+
+
+def _super(cap, args, kwargs, node):
+    if args:
+        return super(*[cap._plain(a) for a in args])
+    frame = cap.current_frame()
+    info = frame.info
+    if "__class__" not in info.freevars or not info.argnames:
+        raise Break("super() outside a method", None, node)
+    cls = cap.load("__class__", frame, node)
+    return super(cls, frame.env[info.argnames[0]])
+
+
+_SPECIAL = {}
+for _f, _h in [(builtins.print, _print), (builtins.isinstance, _isinstance), (builtins.type, _type),
+               (builtins.len, _len), (builtins.getattr, _getattr), (builtins.hasattr, _hasattr),
+               (builtins.setattr, _setattr), (builtins.iter, _iter), (builtins.sorted, _sorted),
+               (builtins.id, _id), (builtins.open, _io), (builtins.input, _io), (builtins.vars, _refuse),
+               (builtins.dir, _refuse), (builtins.locals, _refuse), (builtins.globals, _refuse),
+               (builtins.eval, _refuse), (builtins.exec, _refuse), (builtins.compile, _refuse),
+               (builtins.breakpoint, _refuse), (builtins.__import__, _refuse), (builtins.delattr, _refuse),
+               (builtins.super, _super), (torch.compiler.is_compiling, _is_compiling)]:
+    _SPECIAL[id(_f)] = (_f, _h)
+try:
+    import torch._dynamo.external_utils as _eu
+    _SPECIAL[id(_eu.is_compiling)] = (_eu.is_compiling, _is_compiling)
+except (ImportError, AttributeError):
+    pass
+

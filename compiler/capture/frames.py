@@ -1,0 +1,239 @@
+"""Functions as the interpreter sees them: source AST, scopes, frames and continuations.
+
+The AST comes from the function's own file (parsed whole, so lines and columns are exact), found by
+first line and name. A continuation is a stack of entries at statement granularity; it can be
+copied (`snapshot`) and later resumed by a new capture, which is how lazy branches and bail-outs
+continue the function from the middle.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+import types
+
+from .values import Unsupported
+
+_FILE_TREES: dict = {}
+_INFOS: dict = {}
+
+
+def _file_tree(filename: str):
+    lines = linecache.getlines(filename)
+    if not lines:
+        return None
+    key = (filename, len(lines), hash(lines[0]) if lines else 0)
+    tree = _FILE_TREES.get(key)
+    if tree is None:
+        try:
+            tree = ast.parse("".join(lines), filename)
+        except SyntaxError:
+            return None
+        _FILE_TREES[key] = tree
+    return tree
+
+
+def _find_node(tree, code):
+    want_line = code.co_firstlineno
+    lambdas = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name:
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            if first == want_line:
+                return node
+        elif isinstance(node, ast.Lambda) and code.co_name == "<lambda>" and node.lineno == want_line:
+            lambdas.append(node)
+    if len(lambdas) == 1:
+        return lambdas[0]
+    return None
+
+
+def _escapes(stmts, in_loop=False) -> bool:
+    """Does this statement list contain return/yield, or break/continue leaving it?"""
+    for stmt in stmts:
+        for node in _walk_no_scopes(stmt):
+            if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom, ast.Await)):
+                return True
+        if isinstance(stmt, (ast.Break, ast.Continue)) and not in_loop:
+            return True
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            sub = getattr(stmt, field, None)
+            if not sub:
+                continue
+            if field == "handlers":
+                sub = [s for h in sub for s in h.body]
+            loop = in_loop or (isinstance(stmt, (ast.For, ast.While)) and field == "body")
+            if _escapes(sub, loop):
+                return True
+        if isinstance(stmt, ast.Match):
+            if _escapes([s for c in stmt.cases for s in c.body], in_loop):
+                return True
+    return False
+
+
+def _walk_no_scopes(node):
+    """ast.walk that does not enter nested functions, lambdas or classes."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        for child in ast.iter_child_nodes(n):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                todo.append(child)
+
+
+class FuncInfo:
+    """Everything static about one Python function we interpret."""
+
+    def __init__(self, fn: types.FunctionType):
+        code = fn.__code__
+        self.fn = fn
+        self.code = code
+        self.name = code.co_name
+        self.qualname = fn.__qualname__
+        self.filename = code.co_filename
+        self.globals = fn.__globals__
+        if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+            raise Unsupported(f"{self.qualname} is a generator or coroutine")
+        tree = _file_tree(self.filename)
+        node = _find_node(tree, code) if tree is not None else None
+        if node is None:
+            raise Unsupported(f"source of {self.qualname} is not available")
+        self.node = node
+        self.is_lambda = isinstance(node, ast.Lambda)
+        self.body = [ast.Return(value=node.body, lineno=node.lineno, col_offset=node.col_offset,
+                                end_lineno=node.end_lineno, end_col_offset=node.end_col_offset)] \
+            if self.is_lambda else node.body
+        self.locals = set(code.co_varnames) | set(code.co_cellvars)
+        self.freevars = list(code.co_freevars)
+        self.cellvars = set(code.co_cellvars)
+        self.argnames = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+        self.varargs = code.co_varnames[len(self.argnames)] if code.co_flags & inspect.CO_VARARGS else None
+        nv = len(self.argnames) + (1 if self.varargs else 0)
+        self.varkw = code.co_varnames[nv] if code.co_flags & inspect.CO_VARKEYWORDS else None
+        self.posonly = code.co_posonlyargcount
+        self.npos = code.co_argcount
+        for stmt in _walk_no_scopes(ast.Module(body=list(self.body), type_ignores=[])):
+            if isinstance(stmt, (ast.Global, ast.Nonlocal)):
+                raise Unsupported(f"{self.qualname} uses `{type(stmt).__name__.lower()}`")
+            if isinstance(stmt, (ast.Yield, ast.YieldFrom, ast.Await)):
+                raise Unsupported(f"{self.qualname} yields or awaits")
+            if isinstance(stmt, (ast.Try, ast.With, ast.Match, getattr(ast, "TryStar", ast.Try))) \
+                    and _escapes([stmt]):
+                raise Unsupported(f"{self.qualname}: return/break/continue inside "
+                                  f"`{type(stmt).__name__.lower()}` at line {stmt.lineno}")
+
+    def source_line(self, line: int) -> str:
+        return linecache.getline(self.filename, line).strip()
+
+
+def func_info(fn) -> FuncInfo:
+    """FuncInfo for a plain Python function, cached by code object."""
+    code = fn.__code__
+    info = _INFOS.get(code)
+    if info is None:
+        try:
+            info = FuncInfo(fn)
+        except Unsupported as e:
+            info = e
+        _INFOS[code] = info
+    if isinstance(info, Unsupported):
+        raise Unsupported(str(info))
+    if info.fn is not fn:  # same code, another function object (closure/defaults differ)
+        clone = object.__new__(FuncInfo)
+        clone.__dict__.update(info.__dict__)
+        clone.fn = fn
+        clone.globals = fn.__globals__
+        return clone
+    return info
+
+
+_CLOSURE_INFOS: dict = {}
+
+
+def closure_info(c) -> FuncInfo:
+    """FuncInfo for an interpreted lambda/def (no code object: built from its AST)."""
+    key = (id(c.node), id(c.frame.info))
+    info = _CLOSURE_INFOS.get(key)
+    if info is not None:
+        return info
+    node, outer = c.node, c.frame.info
+    a = node.args
+    params = a.posonlyargs + a.args + a.kwonlyargs
+    info = object.__new__(FuncInfo)
+    info.__dict__.update(
+        fn=outer.fn, code=None, name=c.name, qualname=f"{outer.qualname}.<locals>.{c.name}",
+        filename=outer.filename, globals=outer.globals, node=node, is_lambda=isinstance(node, ast.Lambda),
+        freevars=[], cellvars=set(), argnames=[x.arg for x in params],
+        varargs=a.vararg.arg if a.vararg else None, varkw=a.kwarg.arg if a.kwarg else None,
+        posonly=len(a.posonlyargs), npos=len(a.posonlyargs) + len(a.args))
+    info.body = [ast.Return(value=node.body, lineno=node.lineno, col_offset=node.col_offset,
+                            end_lineno=node.end_lineno, end_col_offset=node.end_col_offset)] \
+        if info.is_lambda else node.body
+    assigned = set()
+    for stmt in info.body:
+        for n in _walk_no_scopes(stmt):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                assigned.add(n.id)
+            elif isinstance(n, (ast.FunctionDef, ast.ClassDef)):
+                assigned.add(n.name)
+    info.locals = set(info.argnames) | assigned | {x for x in (info.varargs, info.varkw) if x}
+    _CLOSURE_INFOS[key] = info
+    return info
+
+
+class Frame:
+    """One function activation: its locals (`env`) and the prefix of its program variables."""
+
+    __slots__ = ("info", "env", "prefix", "closure")
+
+    def __init__(self, info, env, prefix, closure=None):
+        self.info = info
+        self.env = env
+        self.prefix = prefix
+        self.closure = closure  # for interpreted lambdas/defs: the defining frame (free names)
+
+    def var(self, name: str) -> str:
+        return self.prefix + name
+
+
+# --- continuation entries ------------------------------------------------------------------------
+
+class Block:
+    __slots__ = ("frame", "stmts", "i")
+
+    def __init__(self, frame, stmts, i=0):
+        self.frame = frame
+        self.stmts = stmts
+        self.i = i
+
+
+class Loop:
+    """An unrolled `for` (items known) or a `while`; `items` is None for while."""
+
+    __slots__ = ("frame", "node", "items")
+
+    def __init__(self, frame, node, items):
+        self.frame = frame
+        self.node = node
+        self.items = items
+
+
+class With:
+    __slots__ = ("frame", "saved")
+
+    def __init__(self, frame, saved):
+        self.frame = frame
+        self.saved = saved
+
+
+class Call:
+    """A statement-level inlined call: the callee's frame; `target` receives the return value."""
+
+    __slots__ = ("frame", "callee", "target", "node")
+
+    def __init__(self, frame, callee, target, node):
+        self.frame = frame  # the caller
+        self.callee = callee
+        self.target = target  # 'return' | 'expr' | ast target node
+        self.node = node

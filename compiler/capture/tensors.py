@@ -1,0 +1,456 @@
+"""Tensor operations during capture: run on fake tensors, recorded as aten ops into regions.
+
+Every torch call the interpreter meets runs once on fake tensors (metadata only, no data, no side
+effects) under `Recorder`, a dispatch mode below autograd that appends each aten op it sees to the
+open region's FX graph, decomposed to core aten. Fake tensors also tell us what cannot be captured:
+an op whose result depends on tensor data raises, and the statement becomes a graph break.
+"""
+from __future__ import annotations
+
+import types
+
+import torch
+import torch.fx as fx
+from torch._subclasses.fake_tensor import (DataDependentOutputException, DynamicOutputShapeException,
+                                           FakeTensor, FakeTensorMode, UnsupportedOperatorException)
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_map
+
+from .values import Break, Closure, Ext, TVar
+
+# --- which torch callables may be recorded ----------------------------------------------------------
+
+_DENY_NAMES = {
+    "item": ("FL102", "Tensor.item() needs the value on the host"),
+    "tolist": ("FL103", "Tensor.tolist() materialises the data as Python values"),
+    "numpy": ("FL122", "Tensor.numpy() leaves torch"),
+    "backward": ("FL142", "backward() inside compiled code"),
+    "requires_grad_": ("FL140", "requires_grad changed inside compiled code"),
+    "__bool__": ("FL101", "tensor converted to bool (data-dependent)"),
+    "__int__": ("FL102", "tensor converted to int"), "__float__": ("FL102", "tensor converted to float"),
+    "__index__": ("FL104", "tensor used as a Python index"), "__complex__": ("FL102", "tensor to complex"),
+    "__str__": ("FL114", "tensor converted to a string"), "__repr__": ("FL114", "repr() of a tensor"),
+    "__format__": ("FL114", "tensor formatted as a string"),
+    "__deepcopy__": ("FL120", "deepcopy of a tensor"), "__reduce_ex__": ("FL120", "tensor pickled"),
+    "graph_break": ("FL131", "explicit torch._dynamo.graph_break()"),
+    "grad": ("FL142", "torch.autograd.grad inside compiled code"),
+}
+# Side effects on autograd/storage/metadata, or global state: never inside a region.
+_DENY_QUIET = {
+    "register_hook", "retain_grad", "register_post_accumulate_grad_hook", "data_ptr", "storage",
+    "untyped_storage", "_typed_storage", "resize_", "resize_as_", "set_", "share_memory_", "t_",
+    "transpose_", "squeeze_", "unsqueeze_", "as_strided_", "swapdims_", "swapaxes_", "detach_",
+    "pin_memory", "record_stream", "apply_", "map_", "map2_", "__setstate__", "__array__", "__dlpack__",
+    "manual_seed", "seed", "initial_seed", "set_rng_state", "get_rng_state", "set_default_dtype",
+    "set_default_device", "set_default_tensor_type", "set_grad_enabled", "set_printoptions",
+    "use_deterministic_algorithms", "save", "load", "set_num_threads", "set_num_interop_threads",
+    "set_flush_denormal", "compile", "set_autocast_enabled", "set_autocast_dtype", "cuda_sync",
+    "_set_grad_enabled", "fill_uninitialized_memory",
+}
+_DENY_MODULES = (
+    "torch.autograd", "torch.random", "torch.cuda", "torch.distributed", "torch.jit", "torch.utils",
+    "torch._dynamo", "torch.compiler", "torch.backends", "torch.nn.init", "torch.serialization",
+    "torch.hub", "torch.onnx", "torch.export", "torch.fx", "torch.nn.modules", "torch.nn.parameter",
+    "torch.optim", "torch.testing", "torch.profiler", "torch.multiprocessing", "torch.package",
+    "torch.overrides", "torch.library", "torch._library", "torch.amp", "torch.storage", "torch.types",
+    "torch._C._dynamo", "torch._C._autograd", "torch._C._profiler", "torch._C._distributed",
+)
+# Tensor queries that read metadata only and return Python values (no node recorded).
+_META_QUERIES = {
+    "size", "dim", "ndimension", "numel", "nelement", "stride", "is_contiguous", "element_size",
+    "is_floating_point", "is_complex", "is_signed", "storage_offset", "get_device", "__len__",
+    "is_tensor", "is_grad_enabled", "get_default_dtype", "is_autocast_enabled", "is_inference",
+    "is_nonzero", "is_same_size", "is_set_to", "result_type", "can_cast", "promote_types",
+    "is_inference_mode_enabled", "is_conj", "is_neg", "has_names",
+}
+
+
+def torch_callable(func) -> bool:
+    """Is `func` a torch function, tensor method or aten op (recordable if not denied)?"""
+    if isinstance(func, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return True
+    if getattr(func, "__objclass__", None) is torch._C.TensorBase:
+        return True
+    if isinstance(func, type):
+        return False
+    module = getattr(func, "__module__", None) or ""
+    if module == "torch._tensor":
+        return True
+    return module == "torch" or module.startswith("torch.")
+
+
+def denial(func):
+    """None if `func` may be recorded, else (rule, reason)."""
+    name = getattr(func, "__name__", "")
+    if name in _DENY_NAMES:
+        return _DENY_NAMES[name]
+    if name in _DENY_QUIET:
+        return (None, f"{name}() has side effects on state outside the graph")
+    module = getattr(func, "__module__", None) or ""
+    for prefix in _DENY_MODULES:
+        if module == prefix or module.startswith(prefix + "."):
+            if prefix == "torch.nn.parameter":
+                return ("FL141", "nn.Parameter created inside compiled code")
+            if prefix == "torch.random":
+                return ("FL121", f"{module}.{name} changes the random state")
+            return (None, f"{module}.{name} is not traced")
+    return None
+
+
+def decomposition_table():
+    """Core-aten decompositions, except random ops: they keep eager's exact use of the RNG."""
+    from torch._decomp import core_aten_decompositions
+    return {op: fn for op, fn in core_aten_decompositions().items()
+            if not (hasattr(op, "tags") and torch.Tag.nondeterministic_seeded in op.tags)}
+
+
+# --- regions --------------------------------------------------------------------------------------
+
+class Region:
+    """An aten FX graph under construction, then compiled. Inputs are TVars (placeholders).
+
+    Every change is logged so a statement that turns out to break can be taken back."""
+
+    def __init__(self, index: int, ambient):
+        self.index = index
+        self.graph = fx.Graph()
+        self.inputs: list[TVar] = []
+        self.outputs: list[TVar] = []
+        self.node_of: dict[int, fx.Node] = {}  # id(fake) -> node
+        self.created: dict[int, TVar] = {}  # TVars produced here
+        self.constants: dict[str, torch.Tensor] = {}
+        self.ambient = ambient
+        self.lines: dict = {}  # (file, line) -> number of ops
+        self.ops: list = []  # (aten op name, (file, line))
+        self.keep: list = []  # fakes referenced by node_of (ids must stay unique)
+        self.mutates_inputs = False
+        self.log: list = []
+        self.gm = None
+        self.run = None
+        self.name = ""
+        self.autograd = "none needed"
+
+    def log_mark(self) -> int:
+        return len(self.log)
+
+    def rollback(self, mark: int):
+        while len(self.log) > mark:
+            kind, a, b = self.log.pop()
+            if kind == "node":
+                self.graph.erase_node(a)
+            elif kind == "bind":
+                if b is None:
+                    self.node_of.pop(a, None)
+                else:
+                    self.node_of[a] = b
+            elif kind == "input":
+                self.inputs.pop()
+            elif kind == "created":
+                self.created.pop(a, None)
+            elif kind == "op":
+                self.ops.pop()
+                self.lines[a] -= 1
+                if not self.lines[a]:
+                    del self.lines[a]
+            elif kind == "const":
+                del self.constants[a]
+            elif kind == "mutates":
+                self.mutates_inputs = a
+
+    def node(self, op, target, args=(), kwargs=None, name=None):
+        if op == "placeholder":
+            first = next((n for n in self.graph.nodes if n.op != "placeholder"), None)
+            ctx = self.graph.inserting_before(first) if first is not None else None
+            if ctx is None:
+                n = self.graph.placeholder(name)
+            else:
+                with ctx:
+                    n = self.graph.placeholder(name)
+        elif op == "get_attr":
+            n = self.graph.get_attr(target)
+        else:
+            n = self.graph.call_function(target, args, kwargs)
+        self.log.append(("node", n, None))
+        return n
+
+    def bind(self, fake, node):
+        key = id(fake)
+        self.log.append(("bind", key, self.node_of.get(key)))
+        self.node_of[key] = node
+        self.keep.append(fake)
+
+    def placeholder(self, tv: TVar) -> fx.Node:
+        node = self.node("placeholder", None, name=f"in{len(self.inputs)}")
+        node.meta["val"] = tv.fake
+        self.inputs.append(tv)
+        self.log.append(("input", None, None))
+        self.bind(tv.fake, node)
+        return node
+
+    def constant(self, value) -> str:
+        name = f"const{len(self.constants)}"
+        self.constants[name] = value
+        self.log.append(("const", name, None))
+        return name
+
+    def add_created(self, tv):
+        self.created[id(tv)] = tv
+        self.log.append(("created", id(tv), None))
+
+    def add_op(self, name, where):
+        self.ops.append((name, where))
+        self.lines[where] = self.lines.get(where, 0) + 1
+        self.log.append(("op", where, None))
+
+    def set_mutates(self):
+        if not self.mutates_inputs:
+            self.log.append(("mutates", False, None))
+            self.mutates_inputs = True
+
+    def empty(self) -> bool:
+        return not self.ops
+
+
+class Recorder(TorchDispatchMode):
+    """Appends every aten op reaching the Python dispatch key to the open region."""
+
+    def __init__(self, tracer):
+        super().__init__()
+        self.tracer = tracer
+
+    def __torch_dispatch__(self, func, types_, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        tracer = self.tracer
+        decomp = tracer.decomps.get(func)
+        if decomp is not None:
+            with self:
+                out = decomp(*args, **kwargs)
+            if out is not NotImplemented:
+                return out
+        out = func(*args, **kwargs)
+        schema = func._schema
+        if not schema.is_mutable and not _has_tensor(out):
+            return out  # metadata query (prim.device, sym_size, is_contiguous, ...)
+        region = tracer.cap.region
+        if torch.is_grad_enabled() != region.ambient.grad:
+            raise Break(f"{func} runs with a grad mode other than its region's")
+        node = region.node("call_function", func, *tree_map(self._arg, (args, kwargs)))
+        node.meta["val"] = out
+        loc = tracer.loc
+        node.meta["stack_trace"] = loc.stack_trace()
+        node.meta["fl_loc"] = (loc.filename, loc.line, loc.col)
+        region.add_op(str(func), (loc.filename, loc.line))
+        if schema.is_mutable:
+            for arg, a in zip(schema.arguments, args):
+                if arg.alias_info is not None and arg.alias_info.is_write and isinstance(a, torch.Tensor) \
+                        and self._is_input(a):
+                    region.set_mutates()
+        if isinstance(out, torch.Tensor):
+            region.bind(out, node)
+        elif isinstance(out, (tuple, list)):
+            for i, t in enumerate(out):
+                if isinstance(t, torch.Tensor):
+                    item = region.node("call_function", _getitem, (node, i))
+                    item.meta["val"] = t
+                    region.bind(t, item)
+        return out
+
+    def _is_input(self, fake) -> bool:
+        node = self.tracer.cap.region.node_of.get(id(fake))
+        return node is not None and node.op == "placeholder" or fake._base is not None and \
+            self._is_input(fake._base)
+
+    def _arg(self, a):
+        if not isinstance(a, torch.Tensor):
+            if isinstance(a, torch.SymInt | torch.SymFloat | torch.SymBool):
+                raise Break("symbolic scalar reached a region")
+            return a
+        region = self.tracer.cap.region
+        node = region.node_of.get(id(a))
+        if node is not None:
+            return node
+        if not isinstance(a, FakeTensor):  # a real constant, e.g. lifted from torch.tensor([...])
+            node = region.node("get_attr", region.constant(a.detach().clone()))
+            node.meta["val"] = self.tracer.fake_mode.from_tensor(a)
+            return node
+        tv = self.tracer.tvar_of.get(id(a))
+        if tv is None:
+            raise Break("a tensor the capture does not track reached a region")
+        self.tracer.cap.use_meta(tv)
+        return region.placeholder(tv)
+
+
+def _getitem(x, i):
+    return x[i]
+
+
+def _has_tensor(out) -> bool:
+    if isinstance(out, torch.Tensor):
+        return True
+    return isinstance(out, (tuple, list)) and any(isinstance(t, torch.Tensor) for t in out)
+
+
+class _Property:
+    """A tensor property that computes a tensor (`x.T`, `x.mT`, `x.real`), as a callable."""
+
+    def __init__(self, name):
+        self.__name__ = name
+
+    def __call__(self, t):
+        return getattr(t, self.__name__)
+
+
+class BoundTensorMethod:
+    """`x.view` before it is called."""
+
+    __slots__ = ("tv", "func")
+
+    def __init__(self, tv, func):
+        self.tv = tv
+        self.func = func
+
+    def __call__(self, *args, **kwargs):
+        return self.tv.cap.torch_call(self.func, (self.tv, *args), kwargs)
+
+
+_TENSOR_PROPERTIES = {"T", "mT", "H", "mH", "real", "imag"}
+_META_ATTRS = {"shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_sparse", "is_quantized",
+               "layout", "is_leaf", "is_mkldnn", "is_nested", "is_mps", "is_xpu", "itemsize", "nbytes",
+               "is_sparse_csr"}
+
+
+class Tracer:
+    """Owns the fake mode and the open region for one capture; TVar operations land here."""
+
+    def __init__(self, cap, decomps):
+        self.cap = cap
+        self.decomps = decomps
+        self.fake_mode = FakeTensorMode(allow_non_fake_inputs=False)
+        self.recorder = Recorder(self)
+        self.tvar_of: dict[int, TVar] = {}  # id(fake) -> TVar
+        self.imported: dict[int, TVar] = {}  # id(real) -> TVar (same object read twice)
+        self.reals: dict[int, tuple] = {}  # id(TVar) -> (real tensor, class) for imported tensors
+        self.keep: list = []
+        self.loc = None
+
+    # -- creating TVars --
+    def new_tvar(self, fake, source=None) -> TVar:
+        tv = TVar(self, fake, source)
+        self.tvar_of[id(fake)] = tv
+        self.keep.append(fake)
+        return tv
+
+    def import_tensor(self, real: torch.Tensor, source) -> TVar:
+        """A tensor read from outside the trace; its guard is installed on first use."""
+        known = self.imported.get(id(real))
+        if known is not None:
+            self.cap.guard_alias(known, source)
+            return known
+        if type(real) not in (torch.Tensor, torch.nn.Parameter) or real.layout != torch.strided \
+                or real.is_nested or real.is_quantized or real.device.type == "meta":
+            raise Break(f"unsupported tensor kind ({type(real).__name__}, {real.layout})")
+        fake = self.fake_mode.from_tensor(real)
+        tv = self.new_tvar(fake, source)
+        tv.pending_guard = True
+        self.imported[id(real)] = tv
+        self.reals[id(tv)] = (real, type(real))
+        self.keep.append(real)
+        return tv
+
+    def tensor_class(self, tv):
+        entry = self.reals.get(id(tv))
+        return entry[1] if entry else torch.Tensor
+
+    # -- attribute access on TVars --
+    def tensor_attr(self, tv: TVar, name: str):
+        if name in _META_ATTRS:
+            self.cap.use_meta(tv)
+            return getattr(tv.fake, name)
+        if name == "is_meta":
+            return False
+        if name in _TENSOR_PROPERTIES:
+            return self.torch_call(_Property(name), (tv,), {})
+        if name == "grad_fn":
+            self.cap.use_meta(tv)
+            if tv.fake.grad_fn is None:
+                return None
+            raise Break("grad_fn of a tensor read inside compiled code")
+        if name in ("grad", "data", "names", "_base", "_version", "untyped_storage"):
+            raise Break(f"Tensor.{name} read inside compiled code", "FL140" if name == "data" else None)
+        attr = getattr(torch.Tensor, name, None)
+        if attr is not None and callable(attr):
+            return BoundTensorMethod(tv, attr)
+        entry = self.reals.get(id(tv))
+        if entry is not None and name in getattr(entry[0], "__dict__", {}):
+            from .values import AttrSource
+            return self.cap.ext(entry[0].__dict__[name], AttrSource(tv.source, name))
+        raise AttributeError(f"'Tensor' object has no attribute {name!r}")
+
+    def tensor_setattr(self, tv, name, value):
+        rule = "FL140" if name in ("requires_grad", "data") else None
+        raise Break(f"setting Tensor.{name} inside compiled code", rule)
+
+    # -- recording a call --
+    def torch_call(self, func, args, kwargs):
+        denied = denial(func)
+        if denied is not None:
+            raise Break(denied[1], denied[0])
+        fargs, fkwargs = self._fake_args(args), self._fake_args(kwargs)
+        name = getattr(func, "__name__", "")
+        self.cap.open_region()
+        try:
+            with self.cap.ambient.apply(), self.fake_mode, self.recorder:
+                out = func(*fargs, **fkwargs)
+        except Break:
+            raise
+        except DynamicOutputShapeException:
+            raise Break(f"{name}: output shape depends on tensor values", "FL105") from None
+        except DataDependentOutputException:
+            raise Break(f"{name} needs tensor values on the host", "FL104") from None
+        except UnsupportedOperatorException as e:
+            raise Break(f"{name}: operator {e.func} cannot run on fake tensors") from None
+        except Exception as e:  # noqa: BLE001 - eager raises here too: run the statement in Python
+            raise Break(f"{name} raises {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
+                        None) from None
+        if name in _META_QUERIES and not _has_tensor(out):
+            return out
+        return self._wrap(out)
+
+    def _fake_args(self, a):
+        t = type(a)
+        if t is TVar:
+            self.cap.use_meta(a)
+            return a.fake
+        if t is Ext:
+            return self._fake_args(self.cap.concrete(a))
+        if t in (list, tuple):
+            return t(self._fake_args(x) for x in a)
+        if t is dict:
+            return {k: self._fake_args(v) for k, v in a.items()}
+        if isinstance(a, torch.Tensor):
+            raise Break("a real tensor reached a traced op")  # never expected: tensors are TVars
+        if t is slice:
+            return slice(self._fake_args(a.start), self._fake_args(a.stop), self._fake_args(a.step))
+        if isinstance(a, tuple) and hasattr(a, "_fields"):
+            return t(*(self._fake_args(x) for x in a))
+        if isinstance(a, (types.FunctionType, types.LambdaType, Closure)):
+            raise Break("a Python function passed into a torch op")
+        return a
+
+    def _wrap(self, out):
+        if isinstance(out, torch.Tensor):
+            known = self.tvar_of.get(id(out))
+            if known is not None:
+                return known
+            region = self.cap.region
+            if region is None or id(out) not in region.node_of:
+                raise Break("a torch call returned a tensor the capture did not see being made")
+            tv = self.new_tvar(out)
+            region.add_created(tv)
+            return tv
+        if isinstance(out, (list, tuple)) and not isinstance(out, torch.Size):
+            items = [self._wrap(x) for x in out]
+            if type(out) in (list, tuple):
+                return type(out)(items)
+            return type(out)(items)  # torch.return_types structseqs take a sequence
+        return out
