@@ -1,0 +1,97 @@
+"""The FuseLens language server: state shared by the handlers, and its construction."""
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from lsprotocol import types
+from pygls.exceptions import FeatureNotificationError, JsonRpcException
+from pygls.lsp.server import LanguageServer
+
+from .analyzer import ConfigResolver
+from .diagnostics import Analyses, DocState
+from .protocol import FuseLensProtocol, is_parse_error
+from .settings import Settings
+
+log = logging.getLogger(__name__)
+
+VERSION = "0.1.0"
+
+
+class FuseLensServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("fuselens", VERSION, protocol_cls=FuseLensProtocol,
+                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.settings = Settings()
+        # Trust comes from the client only (initializationOptions.trusted or the
+        # fuselens/setWorkspaceTrust notification), never from workspace settings.
+        self.trusted = False
+        self.pull_mode = False
+        self.open_uris: set[str] = set()
+        self.configs = ConfigResolver()
+        self.analyses = Analyses(self)
+        self.jobs: dict[object, asyncio.Task] = {}  # request id -> task running user code
+        self.results: dict[tuple[str, str, str], dict] = {}  # (uri, function, task) -> last result
+        self.lens_cache: dict[str, tuple[int | None, list]] = {}  # uri -> (version, roots)
+
+    # --- documents -----------------------------------------------------------------------
+    def open_document(self, uri: str):
+        """The open document, or None (never reads from disk behind the client's back)."""
+        if uri not in self.open_uris:
+            return None
+        try:
+            return self.workspace.get_text_document(uri)
+        except RuntimeError:  # not initialized
+            return None
+
+    @property
+    def position_encoding(self) -> str:
+        try:
+            return self.workspace.position_encoding or types.PositionEncodingKind.Utf16
+        except RuntimeError:
+            return types.PositionEncodingKind.Utf16
+
+    # --- output --------------------------------------------------------------------------
+    def diagnostics_ready(self, uri: str, state: DocState) -> None:
+        if self.pull_mode:
+            return  # the client's pull is waiting in Analyses.current()
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+            uri=uri, version=state.analyzed_version, diagnostics=state.diagnostics))
+
+    def dynamo_changed(self, uri: str) -> None:
+        state = self.analyses.state(uri)
+        state.generation += 1
+        if self.pull_mode:
+            caps = self.client_capabilities.workspace
+            if caps and caps.diagnostics and caps.diagnostics.refresh_support:
+                self.workspace_diagnostic_refresh(None)
+        elif state.analyzed_version is not None:
+            self.diagnostics_ready(uri, state)
+
+    def notify_user(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
+        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+    def log_client(self, message: str, kind: types.MessageType = types.MessageType.Log) -> None:
+        self.window_log_message(types.LogMessageParams(type=kind, message=message))
+
+    def report_server_error(self, error: Exception, source) -> None:
+        """Bad input from the client is logged (and answered where JSON-RPC says so); only our
+        own notification-handler failures are worth a popup."""
+        log.error("%s: %s", getattr(source, "__name__", source), error)
+        if source is JsonRpcException and is_parse_error(error):
+            self.protocol.parse_error(error)
+        try:
+            self.log_client(f"FuseLens server error ({getattr(source, '__name__', source)}): {error}",
+                            types.MessageType.Error)
+            if source is FeatureNotificationError:
+                self.notify_user(f"FuseLens: internal error: {error}", types.MessageType.Error)
+        except Exception:  # the transport itself may be gone
+            pass
+
+
+def create_server() -> FuseLensServer:
+    from .routes import register
+
+    server = FuseLensServer()
+    register(server)
+    return server

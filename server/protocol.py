@@ -1,0 +1,69 @@
+"""JSON-RPC edge cases pygls leaves open, handled so a bad client message never costs more than
+that one message:
+- a request whose params do not fit the LSP type gets an InvalidParams *response* (pygls would
+  only log it, leaving the client waiting forever);
+- a body that is not JSON gets a ParseError response with a null id (JSON-RPC 2.0 §5), logged,
+  not shown as a popup;
+- $/cancelRequest also cancels our long jobs (pygls can only cancel the outer future of a
+  workspace/executeCommand, not the coroutine running the command).
+"""
+from __future__ import annotations
+
+import json
+import logging
+
+import attrs
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcParseError
+from pygls.protocol import LanguageServerProtocol
+
+log = logging.getLogger(__name__)
+
+
+@attrs.define
+class InvalidRequest:
+    id: object
+    method: str
+    error: JsonRpcException
+    jsonrpc: str = "2.0"
+
+
+class FuseLensProtocol(LanguageServerProtocol):
+    def structure_message(self, data):
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as error:
+            if isinstance(data, dict) and "id" in data and "method" in data:
+                return InvalidRequest(data["id"], str(data["method"]), error)
+            raise
+
+    def handle_message(self, message):
+        if isinstance(message, InvalidRequest):
+            log.warning("invalid params for %s (id %r)", message.method, message.id)
+            reason = message.error.__cause__ or message.error
+            self._send_response(message.id, None, JsonRpcInvalidParams(
+                f"Invalid params for {message.method}: {_short(reason)}").to_response_error())
+            return
+        if not hasattr(message, "jsonrpc"):  # valid JSON, but not a JSON-RPC object
+            self._send_response(None, None, JsonRpcException(
+                "Invalid Request: not a JSON-RPC 2.0 message", code=-32600).to_response_error())
+            return
+        super().handle_message(message)
+
+    def _handle_cancel_notification(self, msg_id):
+        job = self._server.jobs.get(msg_id)
+        if job is not None:
+            job.cancel()
+        super()._handle_cancel_notification(msg_id)
+
+    def parse_error(self, error: Exception) -> None:
+        self._send_response(None, None, JsonRpcParseError(f"Parse error: {_short(error)}").to_response_error())
+
+
+def _short(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0][:300] if text else type(error).__name__
+
+
+def is_parse_error(error: Exception) -> bool:
+    return isinstance(error, (json.JSONDecodeError, UnicodeDecodeError))
+

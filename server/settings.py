@@ -1,0 +1,103 @@
+"""Editor settings for the server: parsed from initializationOptions and workspace/configuration.
+
+Settings are what the user typed into the editor (section `fuselens`, camelCase keys). They
+never carry workspace trust: a cloned repository can ship `.vscode/settings.json`, so trust
+comes only from the client itself (see `Trust` in app.py).
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field, replace
+
+SEVERITIES = ("error", "warning", "information", "hint")
+DIAGNOSTIC_MODES = ("auto", "push", "pull")
+
+
+@dataclass(frozen=True)
+class Settings:
+    # Rule selectors (ids, prefixes or names); None = use [tool.fuselens] / defaults.
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] | None = None
+    debounce_ms: int = 250
+    # Overrides of the default severity, keyed by category ("graph-break") or rule id ("FL110").
+    severity: dict[str, str] = field(default_factory=dict)
+    diagnostic_mode: str = "auto"
+    # The worker runs user code with this interpreter (the user's environment).
+    interpreter: tuple[str, ...] = (sys.executable,)
+    worker_timeout_s: float = 120.0
+    worker_memory_mb: int = 4096
+
+    @property
+    def debounce_s(self) -> float:
+        return self.debounce_ms / 1000.0
+
+
+def parse_settings(raw: object, base: Settings | None = None) -> tuple[Settings, list[str]]:
+    """Returns the settings and a list of problems (bad values are skipped, not fatal)."""
+    settings = base or Settings()
+    problems: list[str] = []
+    if raw is None:
+        return settings, problems
+    if not isinstance(raw, dict):
+        return settings, [f"fuselens settings must be an object, got {type(raw).__name__}"]
+    changes: dict[str, object] = {}
+
+    def string_list(key: str):
+        value = raw.get(key)
+        if value is None:
+            return None
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            problems.append(f"fuselens.{key} must be a list of rule selectors")
+            return None
+        return tuple(value)
+
+    for key in ("select", "ignore"):
+        if key in raw:
+            value = string_list(key)
+            if value is not None or raw[key] is None:
+                changes[key] = value
+    if "debounceMs" in raw:
+        value = raw["debounceMs"]
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 10_000:
+            changes["debounce_ms"] = int(value)
+        else:
+            problems.append("fuselens.debounceMs must be a number of milliseconds (0-10000)")
+    if "severity" in raw:
+        value = raw["severity"]
+        if isinstance(value, dict) and all(str(v).lower() in SEVERITIES for v in value.values()):
+            changes["severity"] = {str(k): str(v).lower() for k, v in value.items()}
+        else:
+            problems.append(f"fuselens.severity must map categories or rule ids to one of {SEVERITIES}")
+    if "diagnosticMode" in raw:
+        value = raw["diagnosticMode"]
+        if value in DIAGNOSTIC_MODES:
+            changes["diagnostic_mode"] = value
+        else:
+            problems.append(f"fuselens.diagnosticMode must be one of {DIAGNOSTIC_MODES}")
+    if raw.get("interpreter"):
+        value = raw["interpreter"]
+        value = [value] if isinstance(value, str) else value
+        if isinstance(value, list) and value and all(isinstance(item, str) for item in value):
+            changes["interpreter"] = tuple(value)
+        else:
+            problems.append("fuselens.interpreter must be a path or a list (command and arguments)")
+    worker = raw.get("worker")
+    if isinstance(worker, dict):
+        timeout = worker.get("timeoutS")
+        if timeout is not None:
+            if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout > 0:
+                changes["worker_timeout_s"] = float(timeout)
+            else:
+                problems.append("fuselens.worker.timeoutS must be a positive number of seconds")
+        memory = worker.get("memoryMb")
+        if memory is not None:
+            if isinstance(memory, int) and not isinstance(memory, bool) and memory >= 256:
+                changes["worker_memory_mb"] = memory
+            else:
+                problems.append("fuselens.worker.memoryMb must be an integer >= 256")
+    elif worker is not None:
+        problems.append("fuselens.worker must be an object")
+
+    return replace(settings, **changes), problems

@@ -1,0 +1,1 @@
+"""Running user code out of process: runner.py (server side) and child.py (the worker script)."""

@@ -1,0 +1,109 @@
+"""Test helpers: a real LSP client (pytest-lsp) talking to `python -m fuselens.server` over stdio."""
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.protocol import default_converter
+from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
+
+SERVER = [sys.executable, "-m", "fuselens.server"]
+
+SAMPLE = '''\
+import torch
+
+
+@torch.compile
+def f(x):
+    y = x * 2
+    print("hi")
+    z = y.item()
+    return y + z
+
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        return helper(x)
+
+
+def helper(x):
+    print(x)
+    return x
+'''
+
+
+def make_client() -> LanguageClient:
+    """pytest-lsp's client, but it also keeps every publishDiagnostics (with its version)."""
+    client = LanguageClient(converter_factory=default_converter)
+    client.published = []  # type: ignore[attr-defined]
+
+    def publish(ls: LanguageClient, params: types.PublishDiagnosticsParams):
+        ls.diagnostics[params.uri] = params.diagnostics
+        ls.published.append((time.perf_counter(), params))
+
+    features = dict(DEFAULT_CLIENT_FEATURES)
+    features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = publish
+    register_lsp_features(client, features)
+    return client
+
+
+CONFIG = ClientServerConfig(server_command=SERVER, client_factory=make_client)
+
+
+def capabilities(*, pull: bool = False, configuration: bool = False, progress: bool = False,
+                 document_changes: bool = False) -> types.ClientCapabilities:
+    return types.ClientCapabilities(
+        text_document=types.TextDocumentClientCapabilities(
+            diagnostic=types.DiagnosticClientCapabilities() if pull else None,
+            publish_diagnostics=types.PublishDiagnosticsClientCapabilities(
+                related_information=True, version_support=True, code_description_support=True,
+                data_support=True)),
+        workspace=types.WorkspaceClientCapabilities(
+            configuration=configuration,
+            workspace_edit=types.WorkspaceEditClientCapabilities(document_changes=document_changes),
+            diagnostics=types.DiagnosticWorkspaceClientCapabilities(refresh_support=True) if pull else None),
+        window=types.WindowClientCapabilities(work_done_progress=progress),
+    )
+
+
+async def initialize(client: LanguageClient, root: Path, *, options: dict | None = None, **caps):
+    return await client.initialize_session(types.InitializeParams(
+        capabilities=capabilities(**caps), root_uri=root.as_uri(), initialization_options=options))
+
+
+def open_document(client: LanguageClient, path: Path, text: str, version: int = 1) -> str:
+    path.write_text(text)
+    uri = path.as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=uri, language_id="python", version=version, text=text)))
+    return uri
+
+
+def replace_all(client: LanguageClient, uri: str, text: str, version: int) -> None:
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+
+
+async def until(predicate, timeout: float = 10.0, message: str = "condition"):
+    deadline = time.perf_counter() + timeout
+    while not predicate():
+        if time.perf_counter() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {message}")
+        await asyncio.sleep(0.01)
+
+
+async def published(client: LanguageClient, uri: str, version: int | None = None, timeout: float = 10.0):
+    """The first publishDiagnostics for `uri` (at `version`, if given)."""
+    def match():
+        return [p for _, p in client.published if p.uri == uri and (version is None or p.version == version)]
+    await until(lambda: match(), timeout, f"diagnostics for {uri} v{version}")
+    return match()[0]
+
+
+def codes(diagnostics) -> list[tuple[int, str]]:
+    return sorted((d.range.start.line, str(d.code)) for d in diagnostics)
