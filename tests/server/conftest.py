@@ -14,7 +14,7 @@ async def lsp_client_factory(tmp_path):
             client.set_configuration(value, section=section)
         options = dict(options or {})
         options["settings"] = {"debounceMs": 50, **options.get("settings", {})}
-        await initialize(client, root or tmp_path, options=options, **caps)
+        client.init_result = await initialize(client, root or tmp_path, options=options, **caps)
         return client
 
     yield start
