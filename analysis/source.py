@@ -15,26 +15,33 @@ import codecs
 import io
 import re
 import tokenize
-from dataclasses import dataclass, field
 
 from .findings import SourceProblem, Span
 
-MAX_FILE_BYTES = 32 * 1024 * 1024
+# Bigger files (or editor texts) are refused with a message rather than analysed: ast.parse
+# alone manages about 1 MB/s on a 2-core machine, so a 10 MB file would hold an editor for
+# many seconds. The largest .py in the torch package is 1.4 MB.
+MAX_FILE_BYTES = 2 * 1024 * 1024
 
 # A top-level block starts at a column-0 line that begins a statement. Lines that only
-# continue the previous statement (else/elif/except/finally, closing brackets) do not.
-_BLOCK_START = re.compile(r"^(?![ \t#\r\n)\]}]|(?:else|elif|except|finally)\b)", re.M)
+# continue the previous statement (else/elif/except/finally, closing brackets) do not, nor
+# do indented lines that begin with a form feed (Python restarts the indent count after it).
+_BLOCK_START = re.compile(r"^(?![ \t\f#\r\n)\]}]|(?:else|elif|except|finally)\b)", re.M)
 
 
 class SourceError(Exception):
     """The file cannot be analysed at all (binary, undecodable, too large)."""
 
 
+def _too_big(size: int) -> str:
+    return (f"file is {size / (1024 * 1024):.1f} MiB; FuseLens skips files over "
+            f"{MAX_FILE_BYTES // (1024 * 1024)} MiB")
+
+
 def decode_source(data: bytes, path: str = "<unknown>") -> str:
     """Bytes of a .py file → text, honouring BOMs and PEP 263 coding cookies."""
     if len(data) > MAX_FILE_BYTES:
-        raise SourceError(f"{path}: file is {len(data) // (1024 * 1024)} MiB; FuseLens skips files over "
-                          f"{MAX_FILE_BYTES // (1024 * 1024)} MiB")
+        raise SourceError(f"{path}: {_too_big(len(data))}")
     if b"\0" in data[:8192]:
         raise SourceError(f"{path}: looks like a binary file (NUL bytes); skipped")
     try:
@@ -50,14 +57,50 @@ def decode_source(data: bytes, path: str = "<unknown>") -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
-@dataclass
 class Block:
-    """A run of top-level source lines, parsed on its own."""
+    """A run of source lines parsed on its own, on first use (see outline.py)."""
 
-    text: str
-    first_line: int  # 1-based line of the block's first line in the file
-    statements: list[ast.stmt] = field(default_factory=list)
-    problems: list[tuple[int, str]] = field(default_factory=list)  # (block-relative line, message)
+    __slots__ = ("text", "first_line", "_statements", "_problems", "_outline")
+
+    def __init__(self, text: str, first_line: int, statements=None, problems=None):
+        self.text = text
+        self.first_line = first_line  # 1-based line of the block's first line in the file
+        self._statements = statements
+        self._problems = problems
+        self._outline = None
+
+    @property
+    def statements(self) -> list[ast.stmt]:
+        if self._statements is None:
+            self._statements, self._problems = _parse_cached(self.text)
+        return self._statements
+
+    @property
+    def problems(self) -> list[tuple[int, str]]:
+        """(block-relative line, message) of syntax errors; parses the block if needed."""
+        self.statements
+        return self._problems
+
+    @property
+    def parsed(self) -> bool:
+        return self._statements is not None
+
+    @property
+    def outline(self):
+        if self._outline is None:
+            from .outline import outline
+
+            self._outline = outline(self.text)
+        return self._outline
+
+    def function_node(self):
+        """The function this block defines (a member block wraps it in `class _:`)."""
+        for statement in self.statements:
+            if isinstance(statement, ast.ClassDef) and statement.name == "_" and statement.body:
+                statement = statement.body[0]
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return statement
+        return None
 
     def file_span(self, node: ast.AST) -> Span:
         offset = self.first_line - 1
@@ -73,7 +116,23 @@ _PARSE_CACHE_LIMIT = 20000
 
 def split_blocks(text: str) -> list[tuple[int, str]]:
     """(first_line, text) of each top-level block. Decorators stay with what they decorate."""
+    return [(line, text[start:end]) for line, start, end in _split(text)]
+
+
+def _split(text: str) -> list[tuple[int, int, int]]:
+    """(first_line, start offset, end offset) of each non-blank top-level block."""
     starts = [m.start() for m in _BLOCK_START.finditer(text)]
+    if '"""' in text or "'''" in text:  # column-0 lines inside a docstring start nothing
+        from .outline import _lines_inside_strings
+
+        inside = _lines_inside_strings(text)
+        kept, line, previous = [], 0, 0
+        for start in starts:
+            line += text.count("\n", previous, start)
+            previous = start
+            if line not in inside:
+                kept.append(start)
+        starts = kept
     if not starts or starts[0] != 0:
         starts.insert(0, 0)
     # Decorator lines stay with the def/class they decorate.
@@ -86,37 +145,101 @@ def split_blocks(text: str) -> list[tuple[int, str]]:
     blocks = []
     line = 1
     previous = 0
+    lone_cr = "\r" in text  # a lone CR ends a line for Python too (blocks only start after a LF)
     for index, start in enumerate(merged):
         end = merged[index + 1] if index + 1 < len(merged) else len(text)
         line += text.count("\n", previous, start)
+        if lone_cr:
+            line += text.count("\r", previous, start) - text.count("\r\n", previous, start)
         previous = start
-        if text[start:end].strip():
-            blocks.append((line, text[start:end]))
+        if start < end and not text[start:end].isspace():
+            blocks.append((line, start, end))
     return blocks
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def parse_blocks(text: str) -> list[Block]:
-    """Parses every block; a block that fails is retried merged with the next ones
-    (a multi-line string can contain column-0 lines), then recovered by blanking."""
-    raw = split_blocks(text)
+    """Parses every block. A block that fails because a string or bracket opened in it runs
+    on past a column-0 line (a docstring with unindented lines, a long literal) is joined
+    with the blocks up to where that closes; otherwise it is recovered by blanking."""
+    if len(text) > MAX_FILE_BYTES:
+        raise SourceError(_too_big(len(text)))
+    if text.startswith("\ufeff"):  # an editor may keep the BOM; Python skips it
+        text = text[1:]
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            # Lone surrogates (e.g. from a JSON client) make ast.parse fail without a position;
+            # U+FFFD keeps the columns and turns them into string content or a located error.
+            text = _SURROGATE.sub("\ufffd", text)
+    raw = _split(text)
     blocks: list[Block] = []
     index = 0
     while index < len(raw):
-        first_line, chunk = raw[index]
+        first_line, start, end = raw[index]
+        chunk = text[start:end]
         statements, problems = _parse_cached(chunk)
         consumed = 1
         if problems:
-            # Try joining with following blocks: the error may be a string/bracket that spans them.
-            joined = chunk
-            for extra in range(1, min(8, len(raw) - index)):
-                joined += raw[index + extra][1]
+            last = _join_extent(text, raw, index)
+            if last is not None and last > index:
+                # Sliced from the text, not concatenated blocks: blank runs between them count.
+                joined = text[start:raw[last][2]]
                 statements2, problems2 = _parse_cached(joined, recover=False)
                 if not problems2:
-                    chunk, statements, problems, consumed = joined, statements2, [], extra + 1
-                    break
+                    chunk, statements, problems, consumed = joined, statements2, [], last - index + 1
         blocks.append(Block(chunk, first_line, statements, problems))
         index += consumed
     return blocks
+
+
+# What can carry a statement past a line end: strings and brackets (comments are skipped
+# so that quotes in them do not count).
+_SCAN = re.compile(r"""#[^\r\n]*|(?P<quote>\"\"\"|'''|"|')|(?P<open>[(\[{])|(?P<close>[)\]}])""")
+# The rest of a string after its opening quote (backslash escapes apply to raw strings too).
+_STRING_REST = {
+    '"""': re.compile(r'[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""', re.S),
+    "'''": re.compile(r"[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''", re.S),
+    '"': re.compile(r'[^"\\\r\n]*(?:\\(?:\r\n|.)[^"\\\r\n]*)*"', re.S),
+    "'": re.compile(r"[^'\\\r\n]*(?:\\(?:\r\n|.)[^'\\\r\n]*)*'", re.S),
+}
+
+
+def _join_extent(text: str, raw: list[tuple[int, int, int]], index: int) -> int | None:
+    """The last block to join with raw[index] so that no string or bracket opened from there
+    is still open where the joined text ends: `index` itself when none is open at its end,
+    None when one never closes (e.g. a docstring being typed: joining cannot help then, and
+    the functions after it must keep their own blocks)."""
+    depth = 0
+    last = index
+    boundary = raw[index][2]
+    position = raw[index][1]
+    while True:
+        match = _SCAN.search(text, position)
+        if match is None:
+            return last if depth == 0 else None
+        if depth == 0 and match.start() >= boundary:
+            return last
+        position = match.end()
+        kind = match.lastgroup
+        if kind == "quote":
+            rest = _STRING_REST[match.group()].match(text, position)
+            if rest is None:
+                if len(match.group()) == 3:
+                    return None
+                continue  # an unterminated one-line string: the tokenizer stops at its line
+            position = rest.end()
+        elif kind == "open":
+            depth += 1
+        elif kind == "close":
+            depth = max(depth - 1, 0)
+        if position > boundary:
+            while last + 1 < len(raw) and raw[last][2] < position:
+                last += 1
+            boundary = raw[last][2]
 
 
 def _parse_cached(chunk: str, recover: bool = True):
@@ -133,33 +256,53 @@ def _parse_cached(chunk: str, recover: bool = True):
 def _parse_strict(chunk: str):
     try:
         return ast.parse(chunk).body, []
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
-        return [], [(_error_line(error), _describe(error))]
+    except Exception as error:  # noqa: BLE001 - whatever the parser raises is a problem of the input
+        return [], [(_error_line(error, _split_lines(chunk)), _describe(error))]
 
 
 def _parse_with_recovery(chunk: str):
     """Parse; on a syntax error blank out the innermost def/class (or statement) holding it
     and try again, so the rest of a class or module still gets analysed."""
-    lines = chunk.splitlines(keepends=True)
+    lines = _split_lines(chunk)
     problems: list[tuple[int, str]] = []
     for _attempt in range(25):
         try:
             return ast.parse("".join(lines)).body, problems
-        except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
-            line = min(max(_error_line(error), 1), max(len(lines), 1))
-            problems.append((line, _describe(error)))
+        except Exception as error:  # noqa: BLE001 - whatever the parser raises is a problem of the input
+            line = min(max(_error_line(error, lines), 1), max(len(lines), 1))
+            problem = (line, _describe(error))
+            if problem not in problems:
+                problems.append(problem)
             if not lines or not _blank_region(lines, line - 1):
                 return [], problems
     return [], problems
 
 
-def _error_line(error: BaseException) -> int:
-    return getattr(error, "lineno", None) or 1
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+
+
+def _split_lines(text: str) -> list[str]:
+    """Lines as Python numbers them: only CR, LF and CRLF end one. (str.splitlines also
+    splits at form feeds, U+2028 and other characters Python allows inside a line.)"""
+    return _LINE.findall(text)
+
+
+def _error_line(error: BaseException, lines: list[str]) -> int:
+    line = getattr(error, "lineno", None)
+    if line:
+        return line
+    # No position: a NUL, or nesting too deep for the parser (RecursionError). Point at the
+    # NUL, else at the longest line (where such an expression nearly always is), so recovery
+    # blanks the function holding it rather than the block's first line (a decorator).
+    for number, text in enumerate(lines, 1):
+        if "\0" in text:
+            return number
+    return max(range(len(lines)), key=lambda i: len(lines[i]), default=0) + 1
 
 
 def _describe(error: BaseException) -> str:
     if isinstance(error, SyntaxError):
-        return f"syntax error: {error.msg}"
+        return f"syntax error: {error.msg or error}"
     if isinstance(error, (RecursionError, MemoryError)):
         return "expression too deeply nested to parse"
     return f"cannot parse: {error}"
@@ -169,7 +312,8 @@ _HEADER = re.compile(r"^([ \t]*)(?:async[ \t]+def|def|class)\b")
 
 
 def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip(" \t"))
+    leading = line[:len(line) - len(line.lstrip(" \t\f"))]
+    return len(leading) - leading.rfind("\f") - 1  # a form feed restarts the count
 
 
 def _blank_region(lines: list[str], index: int) -> bool:
@@ -202,8 +346,11 @@ def _blank_region(lines: list[str], index: int) -> bool:
 
 
 def block_problems(path: str, blocks: list[Block]) -> list[SourceProblem]:
+    """Syntax errors of the blocks parsed so far (an unreached function is not parsed)."""
     result = []
     for block in blocks:
+        if not block.parsed:
+            continue
         for line, message in block.problems:
             file_line = line + block.first_line - 1
             result.append(SourceProblem(path, f"{message} (line {file_line}); the rest of the file is "

@@ -80,8 +80,13 @@ def print_result(name: str, result: dict) -> None:
     if "slowest" in result:
         seconds, path = result["slowest"]
         print(f"    slowest file: {path} ({seconds * 1000:.0f} ms)")
-    for where, trace in result["exceptions"][:10]:
-        print(f"--- exception in {where}\n{trace}")
+    # Group by where the exception was raised: one bug usually fails many files.
+    groups: dict[str, list[str]] = {}
+    for where, trace in result["exceptions"]:
+        tail = [line for line in trace.strip().splitlines() if line.strip() and not set(line.strip()) <= {"^", "~"}]
+        groups.setdefault("\n".join(tail[-3:]), []).append(where)
+    for tail, wheres in groups.items():
+        print(f"--- {len(wheres)} x, e.g. {wheres[0]}\n{tail}")
 
 
 def main(argv=None) -> int:
