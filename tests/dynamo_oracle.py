@@ -410,20 +410,20 @@ def _line_tracer(path: Path, executed: dict, sequence: list):
     def tracer(frame, event, arg):
         if frame.f_code.co_filename != target:
             return None
+        frame.f_trace_opcodes = True  # a ternary branches within one line
         executed.setdefault(frame.f_code, set())
         if event == "line":
             executed[frame.f_code].add(frame.f_lineno)
-            sequence.append(frame.f_lineno)
+        elif event == "opcode":
+            sequence.append((frame.f_lineno, frame.f_lasti))
         return tracer
 
     return tracer
 
 
-def _eager(root, args, path, executed) -> list[int]:
-    """Runs the root eagerly under a line tracer: the fixture lines it executes, in order."""
-    import torch
-
-    sequence: list[int] = []
+def _eager(root, args, path, executed) -> list[tuple]:
+    """Runs the root eagerly under a tracer: the (line, instruction) steps in the fixture."""
+    sequence: list[tuple] = []
     _seed()
     sys.settrace(_line_tracer(path, executed, sequence))
     try:
@@ -434,14 +434,14 @@ def _eager(root, args, path, executed) -> list[int]:
     return sequence
 
 
-def _divergence(first: list[int], second: list[int]) -> set[int]:
+def _divergence(first: list[tuple], second: list[tuple]) -> set[int]:
     """The line after which two runs first went different ways: the branch the inputs decide.
 
     Only the first: later differences may be consequences of it (`if mask is not None` after
     a shape branch chose mask=None)."""
     for i, (a, b) in enumerate(zip(first, second)):
         if a != b:
-            return {first[i - 1]} if i else set()
+            return {first[i - 1][0]} if i else set()
     return set()
 
 
