@@ -3,10 +3,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import stat
+import sys
+import threading
 
 from lsprotocol import types
 from pygls.exceptions import FeatureNotificationError, JsonRpcException
+from pygls.io_ import StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
+from pygls.workspace.position_codec import PositionCodec, ServerTextPosition
 
 from .analyzer import ConfigResolver
 from .diagnostics import Analyses, DocState
@@ -87,6 +93,70 @@ class FuseLensServer(LanguageServer):
                 self.notify_user(f"FuseLens: internal error: {error}", types.MessageType.Error)
         except Exception:  # the transport itself may be gone
             pass
+
+
+    # --- transport -----------------------------------------------------------------------
+    def start_io(self, stdin=None, stdout=None) -> None:
+        """pygls reads stdin with three thread-pool round trips per message; under a burst of
+        edits those hops (and the GIL handoffs) dominate. A non-blocking pipe reader on the
+        event loop reads the same framing without threads."""
+        stdin = stdin or sys.stdin.buffer
+        if not _is_pipe(stdin):
+            return super().start_io(stdin, stdout)
+        self._stop_event = threading.Event()
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        try:
+            asyncio.run(self._serve_pipe(stdin))
+        except BrokenPipeError:
+            log.error("connection to the client lost; shutting down")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()
+
+    async def _serve_pipe(self, stdin) -> None:
+        loop = asyncio.get_running_loop()
+        reader = _EofTolerantReader(limit=2**20)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), stdin)
+        await run_async(stop_event=self._stop_event, reader=reader, protocol=self.protocol, logger=log,
+                        error_handler=self.report_server_error)
+
+
+class FastPositionCodec(PositionCodec):
+    """pygls converts every edit position with a per-character Python loop over the line; for
+    ASCII lines (nearly all code) the client's column already is the code-point column."""
+
+    def position_from_client_units(self, lines, position):
+        if position.line < len(lines):
+            line = lines[position.line].replace("\r\n", "\n")
+            if line.isascii():
+                if not line:
+                    return ServerTextPosition(position.line, 0)
+                character = position.character if position.character <= len(line) else len(line) - 1
+                return ServerTextPosition(position.line, character)
+        return super().position_from_client_units(lines, position)
+
+
+def install_fast_codec(workspace) -> None:
+    workspace._position_codec = FastPositionCodec(workspace.position_encoding)
+
+
+class _EofTolerantReader(asyncio.StreamReader):
+    """pygls' loop expects b"" at end of input, not IncompleteReadError."""
+
+    async def readexactly(self, n: int) -> bytes:
+        try:
+            return await super().readexactly(n)
+        except asyncio.IncompleteReadError:
+            return b""
+
+
+def _is_pipe(stream) -> bool:
+    try:
+        mode = os.fstat(stream.fileno()).st_mode
+    except (AttributeError, OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 def create_server() -> FuseLensServer:

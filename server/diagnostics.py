@@ -74,6 +74,11 @@ class Analyses:
         for uri in list(self.docs):
             self.schedule(uri, 0)
 
+    def stop(self) -> None:
+        for uri in list(self.docs):
+            self.forget(uri)
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
     def forget(self, uri: str) -> None:
         state = self.docs.pop(uri, None)
         if state is not None:
@@ -90,11 +95,18 @@ class Analyses:
             return
         version, text, path = document.version, document.source, document.path
         settings = self.server.settings
+        if len(text) > settings.max_file_kb * 1024:
+            self._skip_large(uri, version, len(text))
+            await self._notify()
+            return
         encoding = self.server.position_encoding
         loop = asyncio.get_running_loop()
-        outcome = await loop.run_in_executor(
-            self.executor, _analyze_job, ticket, text, path, uri, version, settings, encoding,
-            self.server.configs)
+        try:
+            outcome = await loop.run_in_executor(
+                self.executor, _analyze_job, ticket, text, path, uri, version, settings, encoding,
+                self.server.configs)
+        except RuntimeError:  # the executor is shut down: the server is stopping
+            return
         if outcome is None or ticket.cancelled:
             return
         current = self.server.open_document(uri)
@@ -107,6 +119,9 @@ class Analyses:
         state.static, state.analyzed_version, state.analysis_ms = diagnostics, version, elapsed_ms
         state.generation += 1
         self.server.diagnostics_ready(uri, state)
+        await self._notify()
+
+    async def _notify(self) -> None:
         async with self._changed:
             self._changed.notify_all()
 
@@ -124,10 +139,20 @@ class Analyses:
                     self.schedule(uri, 0)
                 await self._changed.wait()
 
-    def _warn_once(self, message: str) -> None:
+    def _skip_large(self, uri: str, version: int, size: int) -> None:
+        state = self.state(uri)
+        state.static, state.analyzed_version = [], version
+        state.generation += 1
+        self.server.diagnostics_ready(uri, state)
+        name = uri.rsplit("/", 1)[-1]
+        self._warn_once(f"FuseLens: {name} is {size / 2**20:.1f} MB; as-you-type analysis skips files over "
+                        f"{self.server.settings.max_file_kb} KB (setting fuselens.maxFileSizeKb).",
+                        types.MessageType.Info)
+
+    def _warn_once(self, message: str, kind=types.MessageType.Warning) -> None:
         if message not in self._warned:
             self._warned.add(message)
-            self.server.notify_user(message, types.MessageType.Warning)
+            self.server.notify_user(message, kind)
 
 
 def _analyze_job(ticket, text, path, uri, version, settings, encoding, configs):

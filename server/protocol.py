@@ -4,6 +4,7 @@ that one message:
   only log it, leaving the client waiting forever);
 - a body that is not JSON gets a ParseError response with a null id (JSON-RPC 2.0 §5), logged,
   not shown as a popup;
+- a didChange for a document that was never opened is logged and dropped (pygls raises);
 - $/cancelRequest also cancels our long jobs (pygls can only cancel the outer future of a
   workspace/executeCommand, not the coroutine running the command).
 """
@@ -14,7 +15,9 @@ import logging
 
 import attrs
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcParseError
+from lsprotocol import types
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +51,13 @@ class FuseLensProtocol(LanguageServerProtocol):
                 "Invalid Request: not a JSON-RPC 2.0 message", code=-32600).to_response_error())
             return
         super().handle_message(message)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams):
+        if params.text_document.uri not in self.workspace.text_documents:
+            log.warning("didChange for %s, which is not open; ignored", params.text_document.uri)
+            return
+        yield from super().lsp_text_document__did_change(params)
 
     def _handle_cancel_notification(self, msg_id):
         job = self._server.jobs.get(msg_id)

@@ -19,6 +19,8 @@ class Settings:
     select: tuple[str, ...] | None = None
     ignore: tuple[str, ...] | None = None
     debounce_ms: int = 250
+    # As-you-type analysis skips bigger documents (generated code); `fuselens check` still runs.
+    max_file_kb: int = 2048
     # Overrides of the default severity, keyed by category ("graph-break") or rule id ("FL110").
     severity: dict[str, str] = field(default_factory=dict)
     diagnostic_mode: str = "auto"
@@ -64,6 +66,12 @@ def parse_settings(raw: object, base: Settings | None = None) -> tuple[Settings,
             changes["debounce_ms"] = int(value)
         else:
             problems.append("fuselens.debounceMs must be a number of milliseconds (0-10000)")
+    if "maxFileSizeKb" in raw:
+        value = raw["maxFileSizeKb"]
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            changes["max_file_kb"] = value
+        else:
+            problems.append("fuselens.maxFileSizeKb must be a positive integer")
     if "severity" in raw:
         value = raw["severity"]
         if isinstance(value, dict) and all(str(v).lower() in SEVERITIES for v in value.values()):

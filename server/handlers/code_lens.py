@@ -20,6 +20,8 @@ async def code_lens(ls, params: types.CodeLensParams):
     if document is None:
         return None
     version, text = document.version, document.source
+    if len(text) > ls.settings.max_file_kb * 1024:
+        return []  # as for diagnostics: too big to scan as you type
     cached = ls.lens_cache.get(uri)
     if cached is not None and cached[0] == version:
         roots = cached[1]

@@ -9,6 +9,9 @@ SECTION = "fuselens"
 
 
 def initialize(ls, params: types.InitializeParams) -> None:
+    from ..app import install_fast_codec
+
+    install_fast_codec(ls.workspace)
     options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
     ls.trusted = options.get("trusted") is True
     settings, problems = parse_settings(options.get("settings"))
@@ -79,4 +82,4 @@ def set_workspace_trust(ls, params) -> None:
 def shutdown(ls, params) -> None:
     for task in list(ls.jobs.values()):
         task.cancel()
-    ls.analyses.executor.shutdown(wait=False, cancel_futures=True)
+    ls.analyses.stop()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import time
 from pathlib import Path
@@ -107,3 +108,63 @@ async def published(client: LanguageClient, uri: str, version: int | None = None
 
 def codes(diagnostics) -> list[tuple[int, str]]:
     return sorted((d.range.start.line, str(d.code)) for d in diagnostics)
+
+
+class RawConnection:
+    """Byte-level JSON-RPC to the server, for messages no well-behaved client would send."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.pending: list[dict] = []
+
+    @classmethod
+    async def start(cls) -> "RawConnection":
+        process = await asyncio.create_subprocess_exec(
+            *SERVER, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL)
+        return cls(process)
+
+    def send_bytes(self, body: bytes) -> None:
+        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    def send(self, message: dict) -> None:
+        self.send_bytes(json.dumps(message).encode())
+
+    async def read(self, timeout: float = 10.0) -> dict:
+        async def one():
+            length = None
+            while True:
+                line = await self.process.stdout.readline()
+                if not line:
+                    raise EOFError("server closed its output")
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+                elif line in (b"\r\n", b"\n") and length is not None:
+                    return json.loads(await self.process.stdout.readexactly(length))
+        return await asyncio.wait_for(one(), timeout)
+
+    async def response(self, msg_id, timeout: float = 10.0) -> dict:
+        """The response to `msg_id` (notifications read on the way are kept in `pending`)."""
+        while True:
+            message = await self.read(timeout)
+            if "method" not in message and message.get("id") == msg_id:
+                return message
+            self.pending.append(message)
+
+    async def initialize(self, root: Path) -> dict:
+        self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                   "params": {"processId": None, "rootUri": root.as_uri(), "capabilities": {}}})
+        result = await self.response(0)
+        self.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        return result
+
+    async def close(self) -> int:
+        if self.process.returncode is None:
+            self.send({"jsonrpc": "2.0", "id": "bye", "method": "shutdown"})
+            try:
+                await self.response("bye", timeout=5)
+                self.send({"jsonrpc": "2.0", "method": "exit"})
+                return await asyncio.wait_for(self.process.wait(), 5)
+            except (asyncio.TimeoutError, EOFError):
+                self.process.kill()
+        return await self.process.wait()
