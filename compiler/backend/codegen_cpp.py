@@ -23,6 +23,7 @@ LIBMVEC = any(os.path.exists(p) for p in ("/lib/x86_64-linux-gnu/libmvec.so.1", 
                                           "/lib64/libmvec.so.1"))
 PARALLEL_MIN = 1 << 15   # elements: below this, threads cost more than they save
 OUTER_BLOCK = 32         # rows per block in "outer" reductions
+LANES = 64               # partial accumulators per reduction over a contiguous axis (4 AVX-512 vectors)
 
 PRELUDE = r"""typedef long long i64; typedef int i32; typedef short i16; typedef signed char i8;
 typedef unsigned char u8;
@@ -323,6 +324,8 @@ class KernelWriter:
         k = self.k
         reds = [s for s in phase if isinstance(s, Reduce)]
         stores = [s for s in phase if isinstance(s, Store)]
+        if reds and not outer and not split_r and k.rsizes and k.rsizes[-1] >= LANES:
+            return self._lane_phase(reds, stores, names, indent)
         nanred = [s for s in reds if s.rtype in ("max", "min") and s.value.dtype.is_floating_point]
         for s in reds:
             init = INIT[s.rtype](s.value.dtype)
@@ -370,6 +373,47 @@ class KernelWriter:
                 self.lines.append(f"{indent}for (i64 xi = 0; xi < nxi; xi++) if (nan_{s.acc}[xi]) {s.acc}[xi] = {nanv};")
             else:
                 self.lines.append(f"{indent}if (nan_{s.acc}) {s.acc} = {nanv};")
+
+
+    def _lane_phase(self, reds, stores, names, indent):
+        """A pass over a long contiguous reduced axis with LANES independent partial accumulators
+        per reduction: one vector accumulator would serialize on the add latency."""
+        k, rs = self.k, self.k.rsizes
+        last, n = len(rs) - 1, rs[-1]
+        lane_names = dict(names)
+        for s in reds:
+            ct, init = CTYPES[s.value.dtype], INIT[s.rtype](s.value.dtype)
+            self.lines.append(f"{indent}{ct} {s.acc}_v[{LANES}];")
+            self.lines.append(f"{indent}for (i64 ri = 0; ri < {LANES}; ri++) {s.acc}_v[ri] = {init};")
+            lane_names[s.acc] = f"{s.acc}_v[ri]"
+        body = self._loops("r", rs[:-1], indent, pragma_inner=None)
+        self.lines.append(f"{body}for (i64 rb = 0; rb < {n}LL; rb += {LANES}) {{")
+        self.lines.append(f"{body}  const i64 rl = {n}LL - rb < {LANES} ? {n}LL - rb : {LANES};")
+        self.lines.append(f"{body}  #pragma omp simd")
+        self.lines.append(f"{body}  for (i64 ri = 0; ri < rl; ri++) {{")
+        inner = body + "    "
+        self.lines.append(f"{inner}const i64 r{last} = rb + ri;")
+        printer = ExprPrinter(k.ranges, self.names(names), self.math_used)
+        bound: dict = {}
+        printer.emit([s.value for s in reds], self.lines, inner, bound)
+        for s in reds:
+            acc, v = lane_names[s.acc], bound[s.value]
+            if s.rtype == "sum":
+                self.lines.append(f"{inner}{acc} += {v};")
+            else:
+                cmp = ">" if s.rtype == "max" else "<"
+                nan = f"{v} != {v} || " if s.value.dtype.is_floating_point else ""
+                self.lines.append(f"{inner}{acc} = ({nan}{v} {cmp} {acc}) ? {v} : {acc};")
+        self._stores(stores, printer, inner, bound)
+        self.lines.append(f"{body}  }}")
+        self.lines.append(f"{body}}}")
+        self._close(len(rs) - 1, body)
+        for s in reds:
+            init = INIT[s.rtype](s.value.dtype)
+            combine = (f"{s.acc} += {s.acc}_v[ri]" if s.rtype == "sum" else
+                       f"{s.acc} = fl_{s.rtype}<{CTYPES[s.value.dtype]}>({s.acc}, {s.acc}_v[ri])")
+            self.lines.append(f"{indent}{s.acc} = {init};")
+            self.lines.append(f"{indent}for (i64 ri = 0; ri < {LANES}; ri++) {combine};")
 
 
 def kernel_params(kernel: Kernel) -> list[str]:

@@ -172,7 +172,8 @@ def loads(e: Expr) -> list[Expr]:
 
 
 def count_ops(e: Expr) -> int:
-    return sum(1 for n in walk([e]) if n.op not in ("const", "var"))
+    """Value operations in e (index arithmetic is free: it simplifies away or is strength-reduced)."""
+    return sum(1 for n in walk([e]) if n.op not in ("const", "var") and n.dtype != INDEX)
 
 
 def render(e: Expr) -> str:

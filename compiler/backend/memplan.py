@@ -87,11 +87,14 @@ def plan_memory(steps: list, program) -> MemoryPlan:
 
 
 def _plan_inplace(kernel: Kernel, i, program, plan, last_use, producers):
+    """Safe when every read of the extern buffer, in any pass, is of the element being written: a
+    row's earlier passes finish before its store pass, and rows are independent."""
     stores = [s for p in kernel.phases for s in p if isinstance(s, Store)]
-    if kernel.rsizes or len(stores) != 1:
+    if len(stores) != 1 or stores[0] not in kernel.phases[-1]:
         return
     store = stores[0]
     out = program.buffers[store.buf]
+    all_loads = [n for e in kernel.exprs() for n in walk([e]) if n.op == "load"]
     for ld in [n for n in walk([store.value]) if n.op == "load"]:
         src = program.buffers[ld.arg]
         ext = producers.get(ld.arg)
@@ -99,7 +102,6 @@ def _plan_inplace(kernel: Kernel, i, program, plan, last_use, producers):
                 or ld.arg in plan.outputs or ld.arg in plan.inplace.values()
                 or (src.shape, src.strides, src.dtype) != (out.shape, out.strides, out.dtype)):
             continue
-        if all(n.args[0] == store.index for n in walk([store.value]) if n.op == "load" and n.arg == ld.arg):
+        if all(n.args[0] == store.index for n in all_loads if n.arg == ld.arg):
             plan.inplace[store.buf] = ld.arg
             return
-

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .ir import Expr, Node, const, linear_index, loads, rebuild, substitute, var, walk, with_args
-from .lowering import Program
+from .ir import (Expr, Node, const, contiguous_strides, linear_index, loads, prod, rebuild, substitute, var,
+                 walk, with_args)
+from .lowering import Program, unravel
 from .simplify import simplify
 
 
@@ -77,19 +78,25 @@ def _row_shapes(shape, rdims):
     return kept, keep1
 
 
-def _var_map(node: Node, shape, rdims) -> dict | None:
-    """How `node`'s index variables map onto the group's x/r loop variables, or None."""
+def _var_map(node: Node, shape, rdims):
+    """(mapping, level): how `node`'s index variables map onto the group's x/r loop variables, and
+    whether the node runs once per element ("full") or once per row ("row"); None if it cannot."""
     kept, keep1 = _row_shapes(shape, rdims)
     xs, rs = iter(range(len(kept))), iter(range(len(rdims)))
     full = {}
     for d in range(len(shape)):
         full[f"i{d}"] = var(f"r{next(rs)}") if d in rdims else var(f"x{next(xs)}")
     if node.shape == tuple(shape):
-        return full
-    if node.kind == "pointwise" and rdims and node.shape == keep1:
-        return {f"i{d}": (const(0) if d in rdims else full[f"i{d}"]) for d in range(len(shape))}
-    if node.kind == "pointwise" and rdims and node.shape == kept:
-        return {f"i{k}": var(f"x{k}") for k in range(len(kept))}
+        return full, "full"
+    if node.kind != "pointwise":
+        return None
+    if rdims and node.shape == keep1:
+        return {f"i{d}": (const(0) if d in rdims else full[f"i{d}"]) for d in range(len(shape))}, "row"
+    if rdims and node.shape == kept:
+        return {f"i{k}": var(f"x{k}") for k in range(len(kept))}, "row"
+    if prod(node.shape) == prod(shape):  # the same elements seen through a reshape
+        flat = linear_index([full[f"i{d}"] for d in range(len(shape))], contiguous_strides(shape))
+        return {f"i{d}": e for d, e in enumerate(unravel(flat, node.shape))}, "full"
     return None
 
 
@@ -116,9 +123,10 @@ def _fits(group: Group, node: Node, program: Program) -> bool:
         shape, rdims = node.shape, node.rdims
     else:
         shape, rdims = group.shape, group.rdims
-    mapping = _var_map(node, shape, rdims)
-    if mapping is None:
+    mapped = _var_map(node, shape, rdims)
+    if mapped is None:
         return False
+    mapping = mapped[0]
     members = {n.name: n for n in group.nodes}
     ranges = {f"x{k}": s for k, s in enumerate(_row_shapes(shape, rdims)[0])}
     ranges.update({f"r{k}": shape[d] for k, d in enumerate(rdims)})
@@ -126,8 +134,7 @@ def _fits(group: Group, node: Node, program: Program) -> bool:
         src = members.get(ld.arg)
         if src is None:
             continue
-        src_map = _var_map(src, shape, rdims)
-        want = simplify(_store_index(src, program, src_map), ranges)
+        want = simplify(_store_index(src, program, _var_map(src, shape, rdims)[0]), ranges)
         if simplify(substitute(ld.args[0], mapping), ranges) != want:
             return False
     return True
@@ -182,11 +189,11 @@ def build_kernel(name: str, group: Group, program: Program, live_out: set) -> Ke
     current: list = []
     current_accs: set = set()
     for node in group.nodes:
-        mapping = _var_map(node, shape, rdims)
+        mapping, level = _var_map(node, shape, rdims)
         value = simplify(_inline(substitute(node.expr, mapping), repl), ranges)
         index = simplify(_store_index(node, program, mapping), ranges)
         kernel.origins.extend(o for o in node.origins if o not in kernel.origins)
-        if node.kind == "pointwise" and node.shape != shape:  # one value per row
+        if level == "row":
             repl[node.name] = value
             if node.name in live_out:
                 kernel.finals.append(Store(node.name, index, value))
