@@ -49,13 +49,17 @@ class EmitMixin:
         out_node = r.graph.output(tuple(r.node_of[id(tv.fake)] for tv in outs))
         _dce(r.graph, out_node)
         self.regions.append(r)
+        names = [self.out_name(tv, live) for tv in outs]
+        out_ids = {id(tv) for tv in outs}
+        self.assign([(self.prog.fresh("__t"), self.prog.holder[n]) for n in names
+                     if n in self.prog.holder and id(self.prog.holder[n]) in live
+                     and id(self.prog.holder[n]) not in out_ids], snap=False)  # keep what outputs overwrite
         arg_exprs = [self.value_expr(tv) for tv in r.inputs]
         examples = self.prog.execute("pass", r.ambient, f"({', '.join(arg_exprs)}{',' if len(arg_exprs) == 1 else ''})") \
             if arg_exprs else ()
         self.backend.compile_region(r, list(examples))
         name = self.prog.const(f"__fl_r{self.owner.next_region_id()}", r.run)
         r.name = name
-        names = [self.out_name(tv, live) for tv in outs]
         lhs = ", ".join(names) + ("," if len(names) == 1 else "")
         call = f"{name}({', '.join(arg_exprs)})"
         text = f"{lhs} = {call}" if names else call
@@ -67,13 +71,11 @@ class EmitMixin:
         return f"region {r.index}: {span}, {len(r.ops)} ops"
 
     def out_name(self, tv, live):
+        """The variable of a name bound to `tv` (its current value is moved if still needed)."""
         for frame in reversed(self.frames_in(self.cont)):
             for name, v in frame.env.items():
                 if v is tv:
-                    var = frame.var(name)
-                    held = self.prog.holder.get(var)
-                    if held is None or id(held) not in live or held is tv:
-                        return var
+                    return frame.var(name)
         return self.prog.fresh("__t")
 
     # -- expressions for values --
@@ -135,12 +137,12 @@ class EmitMixin:
         self.assign(shared)
         self.assign([(var, value) for var, value in needed.items() if prog.holder.get(var) is not value])
 
-    def assign(self, pairs):
+    def assign(self, pairs, snap=True):
         if not pairs:
             return
         lhs = ", ".join(var for var, _ in pairs)
         rhs = ", ".join(self.value_expr(v) for _, v in pairs)
-        self.emit_line("assign", f"{lhs} = {rhs}", "", homes=pairs)
+        self.emit_line("assign", f"{lhs} = {rhs}", "", homes=pairs, snap=snap)
 
     # -- statements that run in Python --
     def fallback(self, stmt, frame, brk, result_var=None, expr=None):
@@ -203,9 +205,10 @@ class EmitMixin:
             self.substitute(mapping)
 
     def new_epoch(self, pure):
-        self.guards.append(GuardSet(len(self.guards)))
+        self.fallback_seen = True
         self.resume_state = self.snapshot()
-        if not pure:  # Python code ran: tensor metadata and global state must be checked again
+        if not pure:  # Python code ran: outside state, tensor metadata, global state: check again
+            self.impure = True
             self.state_dirty = True
             for v in self.live_values().values():
                 var = self.prog.home.get(id(v))
@@ -214,33 +217,23 @@ class EmitMixin:
                     v.pending_guard = True
 
     # -- emitting lines (with pending guards first) --
-    def emit_line(self, kind, text, comment, run=True, homes=()):
+    def emit_line(self, kind, text, comment, run=True, homes=(), snap=True):
         """Emit (and run) a statement; `homes` are (var, value) it assigns."""
         self.emit_pending_guards()
         self.prog.emit(kind, text, comment, self.ambient, run)
         for var, value in homes:
             self.prog.set_home(var, value)
-        if len(self.guards) > 1 and kind in ("region", "assign", "if"):
+        if snap and self.fallback_seen and kind in ("region", "assign", "if"):
             self.resume_state = self.snapshot()  # a later guard failure resumes from here
 
     def emit_pending_guards(self):
-        g = self.guards[-1]
-        if g.epoch == 0 or not g:
+        part = self.pending
+        if not part:
             return
-        done = getattr(g, "emitted", 0)
-        terms = g.terms[done:]
-        tensors = g.tensors[getattr(g, "emitted_t", 0):]
-        state = g.global_state is not None and not getattr(g, "emitted_s", False)
-        if not terms and not tensors and not state:
-            return
-        part = GuardSet(g.epoch)
-        part.terms, part.tensors = terms, tensors
-        if state:
-            part.global_state, part.global_text = g.global_state, g.global_text
-        g.emitted, g.emitted_t, g.emitted_s = len(g.terms), len(g.tensors), g.global_state is not None
+        self.pending = GuardSet(part.epoch + 1)
         jump = self.jump_text(self.resume_state)
         cond = part.render(self.render_ctx)
-        self.prog.emit("guard", f"if not ({cond}):\n    {jump}", f"guards after line {self.last_break_line}",
+        self.prog.emit("guard", f"if not ({cond}):\n    {jump}", f"checks after line {self.last_break_line}",
                        self.ambient, run=False)
         self.mid_guards.append(part)
 

@@ -60,8 +60,12 @@ class Capture(ExprMixin, CallMixin, EmitMixin):
         self.tracer = Tracer(self, owner.decomps)
         self.sources: dict = {}
         self.keep: list = []
-        self.guards = [GuardSet(0)]
-        self.guards[0].state()
+        self.entry = GuardSet(0)  # checked before the unit runs
+        self.pending = GuardSet(1)  # checked before the next emitted statement (after a break)
+        self.entry.state()
+        self.impure = False  # has a statement that may change outside state run in Python?
+        self.fallback_seen = False
+        self.router = _Router(self)
         self.region = None
         self.regions = []
         self.breaks: list[BreakInfo] = []
@@ -91,16 +95,25 @@ class Capture(ExprMixin, CallMixin, EmitMixin):
         self.cur_frame = frames[0] if frames else None
 
     # -- small services for the mixins --
-    def guards_now(self) -> GuardSet:
-        return self.guards[-1]
+    def guards_now(self):
+        return self.router
+
+    def group_for(self, source) -> GuardSet:
+        """Reads of outside state are valid from entry until Python code that may change it runs;
+        values produced in Python are checked after they exist."""
+        root = source.root() if source is not None else None
+        if root is None or isinstance(root, VarSource) or self.impure:
+            return self.pending
+        return self.entry
 
     def use_meta(self, tv):
         if tv.pending_guard:
             tv.pending_guard = False
             entry = self.tracer.reals.get(id(tv))
             label = tv.source.describe() if tv.source is not None else "tensor"
-            dims = self.owner.dynamic_dims(entry[0]) if self.guards_now().epoch == 0 and entry else ()
-            self.guards_now().tensor(tv, entry[0], label, dims)
+            group = self.group_for(tv.source)
+            dims = self.owner.dynamic_dims(entry[0]) if group is self.entry else ()
+            group.tensor(tv, entry[0], label, dims)
 
     def guard_alias(self, tv, source):
         self.guards_now().alias(lambda c: c.tensor_expr(tv), source, tv.source.describe())
@@ -227,8 +240,8 @@ class Capture(ExprMixin, CallMixin, EmitMixin):
 
     def drive(self, cont, nested):
         while True:
-            if not cont:
-                raise CaptureError("continuation ran empty")
+            if not cont:  # the function body ended without `return`
+                return self.finish(None)
             top = cont[-1]
             t = type(top)
             if t is Block:
@@ -647,6 +660,26 @@ class Capture(ExprMixin, CallMixin, EmitMixin):
         return f"line {stmt.lineno}{where}: graph break{rule} ({brk.reason})"
 
 
+class _Router:
+    """`guards_now().kind(source, ...)` adds the check to the group its source belongs to."""
+
+    def __init__(self, cap):
+        self.cap = cap
+
+    def __getattr__(self, name):
+        cap = self.cap
+
+        def add(*args, **kwargs):
+            if name == "state":
+                group = cap.pending if cap.impure else cap.entry
+            elif name == "not_global":
+                group = cap.group_for(None) if cap.impure else cap.entry
+            else:
+                group = cap.group_for(args[0] if not callable(args[0]) else args[1])
+            return getattr(group, name)(*args, **kwargs)
+        return add
+
+
 class RenderCtx:
     """How sources and values are spelled in guard code ('entry': the guard function's parameters;
     'mid': inside the unit, where parameters are read through their prologue aliases)."""
@@ -667,6 +700,13 @@ class RenderCtx:
 
     def globals_ref(self, g):
         return self.cap.prog.const(g)
+
+    def global_expr(self, g, name):
+        prog = self.cap.prog
+        if g is prog.user_globals and name not in prog.reserved and name not in prog.rt \
+                and not name.startswith("__fl") and name.isidentifier():
+            return name  # the unit runs in the same globals
+        return f"{prog.const(g)}[{name!r}]"
 
     def const(self, obj):
         return self.cap.prog.const(obj)

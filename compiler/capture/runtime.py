@@ -137,19 +137,19 @@ class CompiledFunction:
         index = len(point.variants)
         name = f"{self.info.name.strip('<>')}_{point.name}_v{index}"
         if point.root:
-            cap.guards[0].code_is(_ConstSource(self.fn), self.fn)
+            cap.entry.code_is(_ConstSource(self.fn), self.fn)
         header = [f"transformed from {self.info.qualname} ({self.info.filename}:{self.info.node.lineno})",
                   f"entry point: {point.name}" + (f" (line {point.cont.line()})" if point.name != "root" else "")]
         fn, src = cap.prog.build(name, header)
         ctx = RenderCtx(cap, "entry")
-        expr = cap.guards[0].render(ctx)
-        checks = cap.guards[0].checks(ctx)
+        expr = cap.entry.render(ctx)
+        checks = cap.entry.checks(ctx)
         params = ", ".join(point.params)
         guard_src = (f"def __fl_guard({params}):\n    try:\n        return {expr}\n"
                      f"    except Exception:\n        return False\n")
         consts = dict(cap.prog.consts)
         guard = _compile(guard_src, "__fl_guard", consts, cap.prog.user_globals)
-        variant = Variant(point, index, guard, fn, src, guard_src, cap.guards[0].describe(),
+        variant = Variant(point, index, guard, fn, src, guard_src, cap.entry.describe(),
                           [g.describe() for g in cap.mid_guards], cap.regions, cap.breaks)
         variant.guard_checks = checks
         variant.guard_globals = {**cap.prog.user_globals, **consts}

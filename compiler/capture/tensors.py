@@ -13,7 +13,7 @@ import torch
 import torch.fx as fx
 from torch._subclasses.fake_tensor import (DataDependentOutputException, DynamicOutputShapeException,
                                            FakeTensor, FakeTensorMode, UnsupportedOperatorException)
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from torch.utils._pytree import tree_map
 
 from .values import Break, Closure, Ext, TVar
@@ -270,7 +270,9 @@ class Recorder(TorchDispatchMode):
         if node is not None:
             return node
         if not isinstance(a, FakeTensor):  # a real constant, e.g. lifted from torch.tensor([...])
-            node = region.node("get_attr", region.constant(a.detach().clone()))
+            with _disable_current_modes():
+                value = a.detach().clone()
+            node = region.node("get_attr", region.constant(value))
             node.meta["val"] = self.tracer.fake_mode.from_tensor(a)
             return node
         tv = self.tracer.tvar_of.get(id(a))
@@ -325,7 +327,7 @@ class Tracer:
     def __init__(self, cap, decomps):
         self.cap = cap
         self.decomps = decomps
-        self.fake_mode = FakeTensorMode(allow_non_fake_inputs=False)
+        self.fake_mode = FakeTensorMode(allow_non_fake_inputs=True)  # constants made inside torch calls
         self.recorder = Recorder(self)
         self.tvar_of: dict[int, TVar] = {}  # id(fake) -> TVar
         self.imported: dict[int, TVar] = {}  # id(real) -> TVar (same object read twice)

@@ -79,7 +79,7 @@ class GlobalSource(Source):
         self.name = name
 
     def render(self, ctx):
-        return f"{ctx.globals_ref(self.globals)}[{self.name!r}]"
+        return ctx.global_expr(self.globals, self.name)
 
     def describe(self):
         return self.name
