@@ -9,7 +9,7 @@ import sys
 import threading
 
 from lsprotocol import types
-from pygls.exceptions import FeatureNotificationError, JsonRpcException
+from pygls.exceptions import FeatureNotificationError, FeatureRequestError, JsonRpcException
 from pygls.io_ import StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 from pygls.workspace.position_codec import PositionCodec, ServerTextPosition
@@ -83,6 +83,9 @@ class FuseLensServer(LanguageServer):
     def report_server_error(self, error: Exception, source) -> None:
         """Bad input from the client is logged (and answered where JSON-RPC says so); only our
         own notification-handler failures are worth a popup."""
+        if source is FeatureRequestError:
+            log.info("request failed: %s", error)  # the client got it in the response
+            return
         log.error("%s: %s", getattr(source, "__name__", source), error)
         if source is JsonRpcException and is_parse_error(error):
             self.protocol.parse_error(error)

@@ -75,8 +75,7 @@ def apply_settings(ls, raw: dict) -> None:
 def set_workspace_trust(ls, params) -> None:
     """Custom notification `fuselens/setWorkspaceTrust` {"trusted": bool}: the client tells us
     the user granted (or revoked) trust after start-up."""
-    trusted = params.get("trusted") if isinstance(params, dict) else getattr(params, "trusted", None)
-    ls.trusted = trusted is True
+    ls.trusted = getattr(params, "trusted", None) is True  # params arrive as a namedtuple
 
 
 def shutdown(ls, params) -> None:

@@ -11,7 +11,7 @@ import re
 import uuid
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import JsonRpcException, JsonRpcRequestCancelled
 from pygls.uris import to_fs_path
 
 from ..convert import DYNAMO_SOURCE, Positions
@@ -85,8 +85,10 @@ async def run_in_worker(ls, task: str, title: str, uri: str, function: str, toke
                           types.MessageType.Error)
         raise _fail(f"{title} of {function} failed: {error.message}", error.kind, error.detail)
     except asyncio.CancelledError:
+        # Answer with RequestCancelled ourselves: a workspace/executeCommand cancelled from its
+        # progress bar would otherwise leave pygls' command wrapper without any response.
         ending = "cancelled"
-        raise
+        raise JsonRpcRequestCancelled(f"{title} of {function} was cancelled; the worker was stopped") from None
     finally:
         ls.jobs.pop(request_id, None)
         if token is not None:
@@ -147,7 +149,17 @@ async def transformed_command(ls, uri: str, function: str):
 
 
 # --- custom requests: params {"uri", "function", "workDoneToken"?} ---
+def plain(value):
+    """pygls hands custom-message params over as namedtuples; handlers want dicts."""
+    if hasattr(value, "_asdict"):
+        return {key: plain(item) for key, item in value._asdict().items()}
+    if isinstance(value, list):
+        return [plain(item) for item in value]
+    return value
+
+
 def _params(params) -> tuple[str, str, object]:
+    params = plain(params)
     if not isinstance(params, dict):
         raise _fail("expected params {uri, function}", "invalid")
     return params.get("uri"), params.get("function"), params.get("workDoneToken")
@@ -163,7 +175,7 @@ async def transformed_request(ls, params):
 
 async def profile_request(ls, params):
     uri, function, token = _params(params)
-    if isinstance(params, dict) and params.get("run"):
+    if plain(params).get("run"):
         return await compile_and_profile(ls, uri, function, token)
     return _stored(ls, uri, function)
 
@@ -175,7 +187,7 @@ def kernels_request(ls, params):
 
 def kernel_source_request(ls, params):
     uri, function, _token = _params(params)
-    name = params.get("kernel")
+    name = plain(params).get("kernel")
     for kernel in _stored(ls, uri, function).get("kernels", []):
         if kernel.get("name") == name:
             return kernel

@@ -17,10 +17,12 @@ class DynamoExplain:
     """Real torch._dynamo on the example inputs; its graph breaks, mapped to the user's file."""
 
     def prepare(self) -> None:
-        try:
-            import torch  # noqa: F401
-        except ImportError as error:
-            raise TaskError("unavailable", f"torch cannot be imported in the worker's interpreter: {error}")
+        import importlib.util
+
+        # find_spec, not import: torch takes seconds to import, and user code may fail first.
+        if importlib.util.find_spec("torch") is None:
+            raise TaskError("unavailable", "torch is not installed in the worker's interpreter "
+                                           "(setting fuselens.interpreter)")
 
     def running_message(self, function: str) -> str:
         return f"Running torch._dynamo.explain on {function}"
