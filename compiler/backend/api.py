@@ -227,12 +227,25 @@ def _specializing(gm: torch.fx.GraphModule, backend):
     return run
 
 
+def _aten_graph(gm: torch.fx.GraphModule, example_inputs) -> torch.fx.GraphModule:
+    """gm traced to decomposed aten ops, keeping each node's source stack trace (provenance)."""
+    from torch.fx import traceback as fx_traceback
+    from torch.fx.experimental.proxy_tensor import make_fx
+    with fx_traceback.preserve_node_meta():
+        return make_fx(torch.fx.Interpreter(gm).run, decomposition_table=decompositions())(*example_inputs)
+
+
 def fuselens_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     """`torch.compile(fn, backend=fuselens_backend)`: AOT-autograd to aten, then `compile_graph`."""
     from torch._dynamo.backends.common import aot_autograd
     backend = kwargs.pop("device_backend", None)
     if any(_is_symbolic(a) for a in example_inputs):
         return _specializing(gm, backend)
+    if not torch.is_grad_enabled():
+        # Inference (Dynamo guards on grad mode): trace to aten directly and skip AOT autograd's
+        # runtime wrappers, which cost more than a small kernel. Mutations make compile_graph fall
+        # back to torch; views of inputs stay views.
+        return compile_graph(_aten_graph(gm, example_inputs), list(example_inputs), device_backend=backend)
 
     def compiler(g, ex):
         return compile_graph(g, ex, device_backend=backend)

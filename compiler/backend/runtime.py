@@ -76,6 +76,9 @@ class Runner:
             self.steps.append(("kernels", seg_fns[si], [slot[b] for b in params], allocs, checks))
         self.outputs = [self._resolver(ref, slot, bufs) for ref in program.outputs]
         self.output_tree = program.output_tree
+        # The common case, a flat tuple of outputs, is built without pytree.
+        leaves = pytree.tree_unflatten(list(range(len(self.outputs))), self.output_tree)
+        self.flat_tuple = isinstance(leaves, tuple) and list(leaves) == list(range(len(self.outputs)))
 
     @staticmethod
     def _resolver(obj, slot, bufs):
@@ -149,6 +152,8 @@ class Runner:
             fn([env[s] for s in slots])
             if checks and self.take_error():
                 return self.fallback(*args)  # eager raises the proper IndexError
+        if self.flat_tuple:
+            return tuple([f(env) for f in self.outputs])
         return pytree.tree_unflatten([f(env) for f in self.outputs], self.output_tree)
 
 
