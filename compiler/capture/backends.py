@@ -6,10 +6,12 @@ makes them differentiable op by op; explain() reports this per region.
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.fx as fx
 
-from .tensors import decomposition_table
+from .tensors import decomposition_table, without_random
 
 
 class Backend:
@@ -59,13 +61,17 @@ class FuseLensBackend(Backend):
     name = "fuselens"
 
     def decompositions(self):
-        from ..backend import decompositions
-        return {op: fn for op, fn in decompositions().items()
-                if not (hasattr(op, "tags") and torch.Tag.nondeterministic_seeded in op.tags)}
+        return _fuselens_decompositions()
 
     def compile(self, gm, example_inputs):
         from ..backend import compile_graph
         return compile_graph(gm, example_inputs)
+
+
+@functools.lru_cache(maxsize=None)
+def _fuselens_decompositions():
+    from ..backend import decompositions
+    return without_random(decompositions())
 
 
 class CallableBackend(Backend):

@@ -7,6 +7,7 @@ an op whose result depends on tensor data raises, and the statement becomes a gr
 """
 from __future__ import annotations
 
+import functools
 import types
 
 import torch
@@ -16,6 +17,7 @@ from torch._subclasses.fake_tensor import (DataDependentOutputException, Dynamic
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from torch.utils._pytree import tree_map
 
+from . import templates
 from .values import Break, Closure, Ext, TVar
 
 # --- which torch callables may be recorded ----------------------------------------------------------
@@ -97,10 +99,15 @@ def denial(func):
     return None
 
 
+@functools.lru_cache(maxsize=None)
 def decomposition_table():
     """Core-aten decompositions, except random ops: they keep eager's exact use of the RNG."""
     from torch._decomp import core_aten_decompositions
-    return {op: fn for op, fn in core_aten_decompositions().items()
+    return without_random(core_aten_decompositions())
+
+
+def without_random(table) -> dict:
+    return {op: fn for op, fn in table.items()
             if not (hasattr(op, "tags") and torch.Tag.nondeterministic_seeded in op.tags)}
 
 
@@ -302,6 +309,9 @@ class _Property:
         return getattr(t, self.__name__)
 
 
+_PROPERTIES = {name: _Property(name) for name in ("T", "mT", "H", "mH", "real", "imag")}
+
+
 class BoundTensorMethod:
     """`x.view` before it is called."""
 
@@ -371,7 +381,7 @@ class Tracer:
         if name == "is_meta":
             return False
         if name in _TENSOR_PROPERTIES:
-            return self.torch_call(_Property(name), (tv,), {})
+            return self.torch_call(_PROPERTIES[name], (tv,), {})
         if name == "grad_fn":
             self.cap.use_meta(tv)
             if tv.fake.grad_fn is None:
@@ -399,7 +409,13 @@ class Tracer:
             raise Break(denied[1], denied[0])
         fargs, fkwargs = self._fake_args(args), self._fake_args(kwargs)
         name = getattr(func, "__name__", "")
-        self.cap.open_region()
+        region = self.cap.open_region()
+        key = templates.key(func, fargs, fkwargs, self.cap.ambient, self.decomps)
+        tpl = templates.lookup(key)
+        if tpl is not None:
+            return self._wrap(templates.replay(tpl, region, self.recorder, self.fake_mode, fargs, fkwargs,
+                                               self.loc))
+        mark = region.log_mark()
         try:
             with self.cap.ambient.apply(), self.fake_mode, self.recorder:
                 out = func(*fargs, **fkwargs)
@@ -414,6 +430,7 @@ class Tracer:
         except Exception as e:  # noqa: BLE001 - eager raises here too: run the statement in Python
             raise Break(f"{name} raises {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
                         None) from None
+        templates.record(key, region, mark, fargs, fkwargs, out)
         if name in _META_QUERIES and not _has_tensor(out):
             return out
         return self._wrap(out)
