@@ -35,6 +35,12 @@ class FuseLensProtocol(LanguageServerProtocol):
         try:
             return super().structure_message(data)
         except JsonRpcException as error:
+            repaired = _without_partial_diagnostics(data)
+            if repaired is not None:
+                try:
+                    return super().structure_message(repaired)
+                except JsonRpcException:
+                    pass
             if isinstance(data, dict) and "id" in data and "method" in data:
                 return InvalidRequest(data["id"], str(data["method"]), error)
             raise
@@ -67,6 +73,20 @@ class FuseLensProtocol(LanguageServerProtocol):
 
     def parse_error(self, error: Exception) -> None:
         self._send_response(None, None, JsonRpcParseError(f"Parse error: {_short(error)}").to_response_error())
+
+
+def _without_partial_diagnostics(data):
+    """Neovim 0.7 echoes diagnostics in a code-action context with only code/data (no range or
+    message), which the LSP types reject. Drop those; the server finds its diagnostics by range."""
+    if not isinstance(data, dict) or data.get("method") != "textDocument/codeAction":
+        return None
+    context = (data.get("params") or {}).get("context")
+    if not isinstance(context, dict) or not isinstance(context.get("diagnostics"), list):
+        return None
+    kept = [d for d in context["diagnostics"] if isinstance(d, dict) and "range" in d and "message" in d]
+    if len(kept) == len(context["diagnostics"]):
+        return None
+    return {**data, "params": {**data["params"], "context": {**context, "diagnostics": kept}}}
 
 
 def _short(error: BaseException) -> str:

@@ -45,6 +45,12 @@ async def test_malformed_json_rpc_and_unknown_methods(tmp_path):
         server.send({"jsonrpc": "2.0", "id": 9, "method": "textDocument/codeLens",
                      "params": {"textDocument": {"uri": uri}}})
         assert len((await server.response(9))["result"]) == 6
+        # Neovim 0.7 echoes diagnostics without range/message in the code-action context.
+        server.send({"jsonrpc": "2.0", "id": 10, "method": "textDocument/codeAction", "params": {
+            "textDocument": {"uri": uri},
+            "range": {"start": {"line": 7, "character": 10}, "end": {"line": 7, "character": 16}},
+            "context": {"diagnostics": [{"code": "FL102", "data": {"code": "FL102", "version": 1}}]}}})
+        assert [a["title"] for a in (await server.response(10))["result"]] == ["Ignore FL102 on this line"]
         # Bad input is logged, never shown to the user as a server error.
         shown = [m for m in server.pending if m.get("method") == "window/showMessage"]
         assert not shown, shown
