@@ -17,6 +17,7 @@ from .fixes import fix_for
 from .index import COMPILE, EXPORT, SCRIPT, TRACE, ClassInfo, FunctionInfo, ModuleIndex
 from .kinds import Ty
 from .rules import GRAPH_BREAK, RULES
+from .source import _split_lines
 
 MAX_DEPTH = 12
 COMPILING_CHECKS = {"torch.compiler.is_compiling", "torch.compiler.is_dynamo_compiling",
@@ -74,13 +75,15 @@ class Analysis:
 
     # --- entry points --------------------------------------------------------------------------
     def run_root(self, mode: str, function: FunctionInfo) -> None:
-        if mode == SCRIPT:
+        if mode == SCRIPT or function.node is None:
             return
         params = root_parameters(function)
         self.evaluate(function, mode, params, chain=(), depth=0)
 
     def evaluate(self, function: FunctionInfo, mode: str, params: tuple, chain: tuple, depth: int):
         """Walks `function` (or reuses a memoised walk); returns (return type, breaks?)."""
+        if function.node is None:  # does not parse (yet): nothing to follow
+            return (K.T_UNKNOWN, False)
         key = (function.module.path, function.qualname, _segment_key(function), mode, params,
                function.module.interface_key)
         if key in self._returns:
@@ -89,7 +92,7 @@ class Analysis:
         if key in self._active or depth > MAX_DEPTH:
             return (K.T_UNKNOWN, False)
         evaluation = self.memo.get(key)
-        if evaluation is not None and not self._still_valid(evaluation, chain, depth):
+        if evaluation is not None and not self._still_valid(evaluation, function, chain, depth):
             evaluation = None
         if evaluation is None:
             self._active.add(key)
@@ -102,15 +105,21 @@ class Analysis:
         self._collect(key, function, chain, depth)
         return self._returns[key]
 
-    def _still_valid(self, evaluation: Evaluation, chain: tuple, depth: int) -> bool:
+    def _still_valid(self, evaluation: Evaluation, function: FunctionInfo, chain: tuple, depth: int) -> bool:
         # Re-evaluate the callees the cached walk relied on, as they stand now; a callee that
-        # moved, vanished or returns something else means the caller must be walked again.
-        for callee_key, callee, params, call_chain, returns in evaluation.observations:
+        # moved, vanished, (no longer) parses or returns something else means the caller
+        # must be walked again.
+        for callee_key, callee, params, rel_span, outcome in evaluation.observations:
             current = self._current(callee, params)
             if current is None:
                 return False
             callee, params = current
-            if self.evaluate(callee, callee_key[3], params, chain + call_chain, depth + 1) != returns:
+            if params is None:  # it did not parse then
+                if callee.node is not None:
+                    return False
+                continue
+            hop = _hop(function, rel_span)
+            if self.evaluate(callee, callee_key[3], params, chain + hop, depth + 1) != outcome:
                 return False
         return True
 
@@ -120,6 +129,8 @@ class Analysis:
         function = self.workspace.current_function(callee)
         if function is None:
             return None
+        if params is None:
+            return function, None
         refreshed = []
         for ty in params:
             if isinstance(ty.ref, ClassInfo):
@@ -147,26 +158,27 @@ class Analysis:
             if finding_key not in self.findings:
                 self.findings[finding_key] = Finding(code, function.module.path, span, message,
                                                      function.qualname, chain, _rebase_fix(fix, base))
-        for callee_key, callee, params, call_chain, _returns in evaluation.observations:
+        for callee_key, callee, params, rel_span, _outcome in evaluation.observations:
             current = self._current(callee, params)
-            if current is not None:
-                self.evaluate(current[0], callee_key[3], current[1], chain + call_chain, depth + 1)
+            if current is not None and current[1] is not None:
+                self.evaluate(current[0], callee_key[3], current[1], chain + _hop(function, rel_span), depth + 1)
 
 
 def _segment_key(function: FunctionInfo) -> tuple:
+    """What identifies a function's body for the memo: its own block's text (a method has a
+    block of its own) and where in that block the def sits."""
     key = function.segment_key
     if key is None:
-        text = function.block.text if function.cls is None or function.qualname.count(".") > 1 \
-            else _method_text(function)
-        key = function.segment_key = (text, function.node.col_offset, function.node.lineno)
+        node = function.node
+        key = function.segment_key = (function.block.text, node.lineno, node.col_offset)
     return key
 
 
-def _method_text(function: FunctionInfo) -> str:
-    node = function.node
-    start = (node.decorator_list[0].lineno if node.decorator_list else node.lineno) - 1
-    lines = function.block.text.splitlines(keepends=True)
-    return "".join(lines[start:node.end_lineno])
+def _hop(function: FunctionInfo, rel: Span) -> tuple:
+    """The call site in `function` (span relative to its def line) as related information."""
+    base = function_base_line(function)
+    return (CallSite(function.module.path, Span(rel.line + base, rel.column, rel.end_line + base, rel.end_column),
+                     function.qualname),)
 
 
 def function_base_line(function: FunctionInfo) -> int:
@@ -311,6 +323,7 @@ class FunctionWalker:
         self.quiet = 0  # > 0 inside code Dynamo traces only on unusual paths (except handlers)
         self._seen: set = set()
         self.current_statement: ast.stmt | None = None
+        self._lines: list[str] | None = None
         self.item_next_to_tensor: set[int] = set()  # `.item()` calls whose other operand is a tensor
         node = function.node
         args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
@@ -380,11 +393,15 @@ class FunctionWalker:
         column, end_column = _char_column(line_text, column), _char_column(end_text, end_column)
         return Span(line - self.base, column, end_line - self.base, end_column)
 
+    @property
+    def lines(self) -> list[str]:
+        """The block's lines, split where Python splits them (not at \\f or U+2028)."""
+        if self._lines is None:
+            self._lines = [line.rstrip("\r\n") for line in _split_lines(self.function.block.text)]
+        return self._lines
+
     def _line_text(self, line: int) -> str:
-        lines = getattr(self, "_lines", None)
-        if lines is None:
-            lines = self._lines = self.function.block.text.splitlines()
-        return lines[line - 1] if 0 < line <= len(lines) else ""
+        return self.lines[line - 1] if 0 < line <= len(self.lines) else ""
 
     # --- statements ----------------------------------------------------------------------------
     def block(self, statements: list[ast.stmt]) -> None:
@@ -540,8 +557,8 @@ class FunctionWalker:
                 self.local_imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
 
     def stmt_FunctionDef(self, node: ast.FunctionDef) -> None:
-        info = FunctionInfo(f"{self.function.qualname}.{node.name}", node, self.function.block, self.module,
-                            self.function.cls)
+        info = FunctionInfo(f"{self.function.qualname}.{node.name}", self.function.block, self.module,
+                            self.function.cls, _node=node)
         for decorator in node.decorator_list:
             target = decorator.func if isinstance(decorator, ast.Call) else decorator
             if self.dotted(target) in ("torch.compiler.disable", "torch._dynamo.disable"):
@@ -930,19 +947,21 @@ class FunctionWalker:
     # --- user functions ------------------------------------------------------------------------
     def call_user(self, node: ast.Call, callee: FunctionInfo, args: list[Ty], kwargs: dict[str, Ty],
                   receiver: Ty | None = None) -> Ty:
+        call_span = self.relative_span(node)
+        if callee.node is None:  # does not parse (yet): remember to look again once it does
+            self.result.observations.append(((callee.module.path, callee.qualname, None, self.mode), callee,
+                                             None, call_span, (K.T_UNKNOWN, False)))
+            return K.T_UNKNOWN
         if callee.disabled:
             self.report("FL130", node, f"`{callee.qualname}` is excluded from compilation "
                                        f"(torch.compiler.disable): the graph breaks around the call")
             return K.T_UNKNOWN
         params = bind_parameters(callee, args, kwargs, receiver)
-        call_span = self.relative_span(node)
-        absolute = Span(call_span.line + self.base + self.offset, call_span.column,
-                        call_span.end_line + self.base + self.offset, call_span.end_column)
-        hop = (CallSite(self.module.path, absolute, self.function.qualname),)
         callee_key = (callee.module.path, callee.qualname, _segment_key(callee), self.mode, params,
                       callee.module.interface_key)
+        hop = _hop(self.function, call_span)
         outcome = self.analysis.evaluate(callee, self.mode, params, self.chain + hop, self.depth + 1)
-        self.result.observations.append((callee_key, callee, params, hop, outcome))
+        self.result.observations.append((callee_key, callee, params, call_span, outcome))
         returns, breaks = outcome
         if breaks and self.mode == COMPILE and not self.dead:
             self.frame_breaks()  # inlining stops at the callee's break: the break is at this call
@@ -1018,7 +1037,7 @@ def class_attributes(cls: ClassInfo) -> dict[str, Ty]:
                      "torch.nn.LayerNorm"}:
         attrs.update({"weight": K.T_TENSOR, "bias": K.T_TENSOR.but(optional=True)})
     init = cls.methods.get("__init__")
-    if init is not None:
+    if init is not None and init.node is not None:
         walker = _InitWalker(init)
         walker.run()
         attrs.update(walker.attributes)

@@ -38,7 +38,7 @@ def _torch_alias(walker) -> str | None:
 
 
 def _lines(walker) -> list[str]:
-    return walker.function.block.text.splitlines()
+    return walker.lines
 
 
 def _rel(walker, line: int) -> int:

@@ -36,16 +36,23 @@ _IGNORE = re.compile(r"#\s*fuselens:\s*ignore(?:\[([^\]]*)\])?", re.I)
 @dataclass(eq=False)
 class FunctionInfo:
     qualname: str
-    node: ast.FunctionDef | ast.AsyncFunctionDef
     block: Block
     module: "ModuleIndex"
     cls: "ClassInfo | None" = None
     disabled: bool = False
+    _node: ast.FunctionDef | ast.AsyncFunctionDef | None = None  # parsed on first use
     segment_key: tuple | None = None  # memo identity of the body (see checker._segment_key)
 
     @property
+    def node(self):
+        """The def, parsed from its block on first use; None if it does not parse."""
+        if self._node is None:
+            self._node = self.block.function_node()
+        return self._node
+
+    @property
     def name(self) -> str:
-        return self.node.name
+        return self.qualname.rsplit(".", 1)[-1]
 
     # Identity is the definition's name, not the object: memo keys survive re-indexing.
     def __hash__(self) -> int:
@@ -59,7 +66,6 @@ class FunctionInfo:
 @dataclass(eq=False)
 class ClassInfo:
     name: str
-    node: ast.ClassDef
     block: Block
     module: "ModuleIndex"
     bases: list[str] = field(default_factory=list)  # resolved dotted names, or local names
@@ -129,6 +135,7 @@ class ModuleIndex:
     disabled_names: set[str] = field(default_factory=set)
     roots: list[Root] = field(default_factory=list)
     ignores: dict[int, frozenset[str] | None] = field(default_factory=dict)
+    member_blocks: list[Block] = field(default_factory=list)  # one per method, parsed lazily
     # Changes whenever anything but a function body changes (imports, globals, signatures,
     # decorators, __init__): memoised function walks are keyed on it.
     interface_key: int = 0
@@ -141,8 +148,9 @@ class ModuleIndex:
             declared = {(root.mode, root.function) for root in roots}
             for cls in self.classes.values():
                 forward = cls.methods.get("forward")
-                if forward is not None and cls.is_module and (COMPILE, forward) not in declared:
-                    roots.append(Root(COMPILE, forward, cls.block.file_span(forward.node)))
+                if forward is not None and cls.is_module and (COMPILE, forward) not in declared \
+                        and forward.node is not None:
+                    roots.append(Root(COMPILE, forward, forward.block.file_span(forward.node)))
         return roots
 
     # --- name resolution -------------------------------------------------------------------
@@ -194,14 +202,21 @@ def build_index(path: str, module_name: str, text: str, blocks: list[Block], wor
     index = ModuleIndex(path, module_name, text, blocks, workspace)
     index.ignores = _ignore_comments(text)
     for block in blocks:
-        for statement in block.statements:
-            _index_statement(index, block, statement)
+        outline = block.outline if not block.parsed else None
+        if outline is not None and outline.kind == "def":
+            info = FunctionInfo(outline.name, block, index)
+            index.functions[outline.name] = info
+            if outline.decorated:
+                _apply_decorators(index, info, block)
+        elif outline is not None and outline.kind == "class":
+            _index_lazy_class(index, block, outline)
+        else:
+            for statement in block.statements:
+                _index_statement(index, block, statement)
     for block in blocks:
         if "global " in block.text:
-            for statement in block.statements:
-                for node in ast.walk(statement):
-                    if isinstance(node, ast.Global):
-                        index.mutated_globals.update(node.names)
+            for names in _GLOBAL.findall(block.text):
+                index.mutated_globals.update(name.strip() for name in names.split(","))
         if _ROOT_HINT.search(block.text):
             for statement in block.statements:
                 _find_root_calls(index, block, statement)
@@ -222,16 +237,15 @@ def _index_statement(index: ModuleIndex, block: Block, node: ast.stmt) -> None:
             if alias.name != "*":
                 index.imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
     elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        info = FunctionInfo(node.name, node, block, index)
+        info = FunctionInfo(node.name, block, index, _node=node)
         index.functions[node.name] = info
         _apply_decorators(index, info, block)
     elif isinstance(node, ast.ClassDef):
-        cls = ClassInfo(node.name, node, block, index,
-                        bases=[index.dotted(base) or "" for base in node.bases])
+        cls = ClassInfo(node.name, block, index, bases=[index.dotted(base) or "" for base in node.bases])
         index.classes[node.name] = cls
         for item in node.body:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                method = FunctionInfo(f"{node.name}.{item.name}", item, block, index, cls)
+                method = FunctionInfo(f"{node.name}.{item.name}", block, index, cls, _node=item)
                 cls.methods[item.name] = method
                 _apply_decorators(index, method, block)
     elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
@@ -248,6 +262,35 @@ def _index_statement(index: ModuleIndex, block: Block, node: ast.stmt) -> None:
             _index_statement(index, block, child)
 
 
+_GLOBAL = re.compile(r"^[ \t]*global[ \t]+([\w, \t]+)", re.M)
+_header_bases_cache: dict[str, list[ast.expr]] = {}
+
+
+def _index_lazy_class(index: ModuleIndex, block: Block, outline) -> None:
+    """A class from its outline: bases from the header, one lazily parsed block per method."""
+    bases = _header_bases_cache.get(outline.header)
+    if bases is None:
+        try:
+            node = ast.parse(outline.header.lstrip() + "\n    pass").body[0]
+            bases = node.bases if isinstance(node, ast.ClassDef) else []
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            bases = []
+        if len(_header_bases_cache) > 20000:
+            _header_bases_cache.clear()
+        _header_bases_cache[outline.header] = bases
+    cls = ClassInfo(outline.name, block, index, bases=[index.dotted(base) or "" for base in bases])
+    index.classes[outline.name] = cls
+    for member in outline.members:
+        if member.kind != "def":
+            continue
+        member_block = Block("class _:\n" + member.text, block.first_line + member.first_line - 2)
+        index.member_blocks.append(member_block)
+        method = FunctionInfo(f"{outline.name}.{member.name}", member_block, index, cls)
+        cls.methods[member.name] = method
+        if member.decorated:
+            _apply_decorators(index, method, member_block)
+
+
 def _absolute_module(current: str, module: str | None, level: int) -> str:
     if level == 0:
         return module or ""
@@ -257,6 +300,8 @@ def _absolute_module(current: str, module: str | None, level: int) -> str:
 
 
 def _apply_decorators(index: ModuleIndex, info: FunctionInfo, block: Block) -> None:
+    if info.node is None:
+        return
     for decorator in info.node.decorator_list:
         target = decorator.func if isinstance(decorator, ast.Call) else decorator
         name = index.dotted(target)

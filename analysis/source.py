@@ -160,10 +160,12 @@ def _split(text: str) -> list[tuple[int, int, int]]:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def parse_blocks(text: str) -> list[Block]:
-    """Parses every block. A block that fails because a string or bracket opened in it runs
-    on past a column-0 line (a docstring with unindented lines, a long literal) is joined
-    with the blocks up to where that closes; otherwise it is recovered by blanking."""
+def parse_blocks(text: str, lazy: bool = False) -> list[Block]:
+    """Splits `text` into blocks and parses them; with `lazy`, def/class blocks are parsed
+    only when first used (see outline.py). A block that fails because a string or bracket
+    opened in it runs on past a column-0 line (a docstring with unindented lines, a long
+    literal) is joined with the blocks up to where that closes; otherwise it is recovered
+    by blanking."""
     if len(text) > MAX_FILE_BYTES:
         raise SourceError(_too_big(len(text)))
     if text.startswith("\ufeff"):  # an editor may keep the BOM; Python skips it
@@ -181,6 +183,12 @@ def parse_blocks(text: str) -> list[Block]:
     while index < len(raw):
         first_line, start, end = raw[index]
         chunk = text[start:end]
+        if lazy:
+            block = Block(chunk, first_line)
+            if block.outline.kind != "other" and _join_extent(text, raw, index) == index:
+                blocks.append(block)
+                index += 1
+                continue
         statements, problems = _parse_cached(chunk)
         consumed = 1
         if problems:

@@ -6,7 +6,6 @@ edit touched. Files are read lazily: only those a compile root reaches through i
 """
 from __future__ import annotations
 
-import ast
 import os
 from pathlib import Path
 
@@ -69,7 +68,7 @@ class Workspace:
         cached = self._indexes.get(path)
         if cached is not None and cached[0] == text:
             return cached[1]
-        blocks = parse_blocks(text)
+        blocks = parse_blocks(text, lazy=True)
         module = build_index(path, self.module_name(path), text, blocks, self)
         module.interface_key = hash(tuple(self._interface_part(block) for block in blocks))
         self._indexes[path] = (text, module)
@@ -138,7 +137,7 @@ class Workspace:
             analysis.run_root(root.mode, root.function)
         report.findings = sorted((f for f in analysis.findings.values() if f.path == path),
                                  key=lambda f: (f.span.line, f.span.column, f.code))
-        report.problems.extend(block_problems(path, module.blocks))
+        report.problems.extend(block_problems(path, module.blocks + module.member_blocks))
         return report
 
     def analyze(self, paths) -> list[Report]:
@@ -152,9 +151,13 @@ class Workspace:
             except (OSError, SourceError) as error:
                 reports[path].problems.append(SourceProblem(path, str(error)))
                 continue
-            reports[path].problems.extend(block_problems(path, module.blocks))
             for root in module.roots_with_modules(self.config):
                 analysis.run_root(root.mode, root.function)
+        for path in files:
+            entry = self._indexes.get(path)
+            if entry is not None:
+                module = entry[1]
+                reports[path].problems.extend(block_problems(path, module.blocks + module.member_blocks))
         for finding in analysis.findings.values():
             reports.setdefault(finding.path, Report(finding.path)).findings.append(finding)
         for report in reports.values():
@@ -196,30 +199,15 @@ def _lookup(module: ModuleIndex, rest: list[str], depth: int, workspace: Workspa
 
 def _interface_text(block) -> str:
     """What other functions can observe of a block: everything except function bodies
-    (but including `__init__`, which defines attribute types)."""
-    statements = block.statements
-    lines = block.text.splitlines(keepends=True)
-    pieces = []
-    for statement in statements:
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            pieces.append(_header(lines, statement))
-        elif isinstance(statement, ast.ClassDef):
-            pieces.append("".join(lines[statement.lineno - 1:statement.body[0].lineno - 1]))
-            for item in statement.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name != "__init__":
-                    pieces.append(_header(lines, item))
-                else:
-                    pieces.append("".join(lines[item.lineno - 1:item.end_lineno]))
-        else:
-            pieces.append("".join(lines[statement.lineno - 1:statement.end_lineno]))
-    if block.problems:
-        pieces.append(repr(block.problems))
-    return "".join(pieces)
-
-
-def _header(lines: list[str], node) -> str:
-    start = node.decorator_list[0].lineno if node.decorator_list else node.lineno
-    return "".join(lines[start - 1:node.body[0].lineno - 1]) + f"@{node.col_offset}"
+    (but including `__init__`, which defines attribute types). Text only: no parsing."""
+    outline = block.outline
+    if outline.kind == "def":
+        return outline.header
+    if outline.kind == "class":
+        return outline.header + "".join(
+            member.header if member.kind == "def" and member.name != "__init__" else member.text
+            for member in outline.members)
+    return block.text
 
 
 def iter_python_files(paths, exclude=()):
