@@ -69,6 +69,20 @@ class GuardSet:
     def __bool__(self):
         return bool(self.terms or self.tensors or self.global_state)
 
+    def mark(self):
+        return (len(self.terms), len(self.tensors), self.global_state)
+
+    def rollback(self, mark):
+        """Forget checks added by a statement that then ran in Python instead."""
+        nterms, ntensors, state = mark
+        for t in self.terms[nterms:]:
+            self.keys.discard(t.key)
+        del self.terms[nterms:]
+        for tv, _, _, _ in self.tensors[ntensors:]:
+            tv.pending_guard = True
+        del self.tensors[ntensors:]
+        self.global_state = state
+
     def _add(self, key, render, text):
         if key not in self.keys:
             self.keys.add(key)

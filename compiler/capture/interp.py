@@ -75,8 +75,11 @@ class ExprMixin:
             self.guards_now().identity(source, value)
             return value
         self.guards_now().identity(source, value)
-        self.sources.setdefault(id(value), source)
-        self.keep.append(value)
+        if id(value) not in self.sources:
+            self.sources[id(value)] = source
+            if self.tx is not None:
+                self.tx["sources"].append(id(value))
+            self.keep.append(value)
         return value
 
     def concrete(self, v):

@@ -214,7 +214,8 @@ class Capture(ExprMixin, CallMixin, EmitMixin):
     def begin(self, frame):
         r = self.region
         return {"env": dict(frame.env), "frame": frame, "saved": {}, "region": r,
-                "log": r.log_mark() if r else None, "cont": len(self.cont)}
+                "log": r.log_mark() if r else None, "cont": len(self.cont),
+                "guards": (self.entry, self.entry.mark(), self.pending, self.pending.mark()), "sources": []}
 
     def rollback(self, tx):
         tx["frame"].env.clear()
@@ -232,6 +233,12 @@ class Capture(ExprMixin, CallMixin, EmitMixin):
             else:  # the region was opened by this statement
                 self.region = None
         del self.cont[tx["cont"]:]
+        for key in tx["sources"]:
+            del self.sources[key]
+        entry, emark, pending, pmark = tx["guards"]
+        entry.rollback(emark)
+        if pending is self.pending:
+            pending.rollback(pmark)
 
     # -- the main loop --
     def run(self):

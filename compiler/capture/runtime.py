@@ -103,6 +103,12 @@ class CompiledFunction:
     # -- capture --
     def capture(self, point, args):
         from .machine import Capture
+        if self.fn.__code__ is not self.info.code:  # the function was redefined in place
+            self.info = func_info(self.fn)
+            self.binder = _make_binder(self.info, self.fn)
+            self.points.clear()
+            self.root.variants.clear()
+            self.root.cont = self._root_point(self.binder.params).cont
         if point.root:
             point.cont.ambient = Ambient.current()
         reason = point.why_missed(args)

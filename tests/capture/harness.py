@@ -12,18 +12,22 @@ import torch
 from fuselens.compiler.capture import compile as fl_compile
 
 
-def clone(v):
+def clone(v, memo=None):
+    """Deep copy of tensors in `v`; a tensor appearing twice stays one tensor (aliasing kept),
+    and views keep their strides."""
+    memo = {} if memo is None else memo
     if isinstance(v, torch.Tensor):
-        c = v.detach().clone()
-        if v.requires_grad:
-            c.requires_grad_(True)
-        return c
+        if id(v) not in memo:
+            c = torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device=v.device)
+            c.copy_(v.detach())
+            memo[id(v)] = c.requires_grad_(True) if v.requires_grad else c
+        return memo[id(v)]
     if isinstance(v, list):
-        return [clone(x) for x in v]
+        return [clone(x, memo) for x in v]
     if isinstance(v, tuple):
-        return tuple(clone(x) for x in v)
+        return tuple(clone(x, memo) for x in v)
     if isinstance(v, dict):
-        return {k: clone(x) for k, x in v.items()}
+        return {k: clone(x, memo) for k, x in v.items()}
     return v
 
 
@@ -71,7 +75,8 @@ def same(a, b, path="out", atol=1e-5, rtol=1e-4):
 
 def run_once(fn, args, kwargs, seed=0):
     """(result or exception, printed text, args after the call, grads)."""
-    args, kwargs = clone(args), clone(kwargs)
+    memo = {}
+    args, kwargs = clone(args, memo), clone(kwargs, memo)
     out = io.StringIO()
     torch.manual_seed(seed)
     with contextlib.redirect_stdout(out):
