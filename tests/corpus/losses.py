@@ -68,7 +68,7 @@ class TripletLoss(nn.Module):
         d_neg = (anchor - negative).pow(2).sum(-1)
         losses = F.relu(d_pos - d_neg + self.margin)
         hard = losses[losses > 0]  # expect: FL105 GB0036
-        return hard.mean() if hard.numel() else losses.sum()
+        return hard.mean() if hard.numel() else losses.sum()  # expect: FL301
 
 
 class DiceLoss(nn.Module):
@@ -165,7 +165,9 @@ CASES = {
     "LabelSmoothingCE": lambda: (LabelSmoothingCE(), (torch.randn(6, 5), torch.tensor([1, -100, 3, 0, 4, -100]))),
     "MaskedLabelSmoothingCE": lambda: (MaskedLabelSmoothingCE(), (torch.randn(6, 5), torch.tensor([1, -100, 3, 0, 4, -100]))),
     "InfoNCE": lambda: (InfoNCE(), (torch.randn(4, 8), torch.randn(4, 8))),
-    "TripletLoss": lambda: (TripletLoss(), (torch.randn(5, 8), torch.randn(5, 8), torch.randn(5, 8))),
+    "TripletLoss": lambda: (
+        TripletLoss(), (torch.randn(5, 8), torch.randn(5, 8), torch.randn(5, 8)),
+        (torch.zeros(5, 8), torch.zeros(5, 8), torch.full((5, 8), 3.0))),  # no hard triplet
     "DiceLoss": lambda: (DiceLoss(), (torch.randn(2, 1, 4, 4), torch.randint(0, 2, (2, 1, 4, 4)).float())),
     "LossWithMetrics": lambda: (LossWithMetrics(), (torch.randn(6, 4), torch.randint(0, 4, (6,)))),
     "NaNGuardLoss": lambda: (NaNGuardLoss(), (torch.randn(3, 2), torch.randn(3, 2))),
