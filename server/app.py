@@ -68,11 +68,15 @@ class FuseLensServer(LanguageServer):
         state = self.analyses.state(uri)
         state.generation += 1
         if self.pull_mode:
-            caps = self.client_capabilities.workspace
-            if caps and caps.diagnostics and caps.diagnostics.refresh_support:
-                self.workspace_diagnostic_refresh(None)
+            self.refresh_pull()
         elif state.analyzed_version is not None:
             self.diagnostics_ready(uri, state)
+
+    def refresh_pull(self) -> None:
+        """Asks a pull client to pull again (results changed without an edit)."""
+        caps = self.client_capabilities.workspace
+        if self.pull_mode and caps and caps.diagnostics and caps.diagnostics.refresh_support:
+            self.workspace_diagnostic_refresh(None)
 
     def notify_user(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))

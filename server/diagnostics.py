@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ class DocState:
     generation: int = 0  # bumps whenever what we would report changes (result ids)
     task: asyncio.Task | None = None
     ticket: "Ticket | None" = None
-    analysis_ms: float = 0.0
+    fresh: bool = False  # False while a (re)analysis is scheduled: settings may have changed
 
     @property
     def diagnostics(self) -> list[types.Diagnostic]:
@@ -68,6 +67,7 @@ class Analyses:
         if state.task is not None and not state.task.done():
             state.task.cancel()
         state.ticket = ticket = Ticket()
+        state.fresh = False
         state.task = asyncio.get_running_loop().create_task(self._run(uri, delay, ticket))
 
     def schedule_all(self) -> None:
@@ -112,11 +112,11 @@ class Analyses:
         current = self.server.open_document(uri)
         if current is None or current.version != version:
             return  # stale: the user typed on while we analysed
-        diagnostics, problem, elapsed_ms = outcome
+        diagnostics, problem = outcome
         if problem:
             self._warn_once(problem)
         state = self.state(uri)
-        state.static, state.analyzed_version, state.analysis_ms = diagnostics, version, elapsed_ms
+        state.static, state.analyzed_version, state.fresh = diagnostics, version, True
         state.generation += 1
         self.server.diagnostics_ready(uri, state)
         await self._notify()
@@ -133,7 +133,7 @@ class Analyses:
                 if document is None:
                     return None
                 state = self.state(uri)
-                if state.analyzed_version == document.version:
+                if state.fresh and state.analyzed_version == document.version:
                     return state
                 if state.task is None or state.task.done():
                     self.schedule(uri, 0)
@@ -141,7 +141,7 @@ class Analyses:
 
     def _skip_large(self, uri: str, version: int, size: int) -> None:
         state = self.state(uri)
-        state.static, state.analyzed_version = [], version
+        state.static, state.analyzed_version, state.fresh = [], version, True
         state.generation += 1
         self.server.diagnostics_ready(uri, state)
         name = uri.rsplit("/", 1)[-1]
@@ -159,15 +159,14 @@ def _analyze_job(ticket, text, path, uri, version, settings, encoding, configs):
     """Runs on the analysis thread. Returns None when superseded before starting."""
     if ticket.cancelled:
         return None
-    started = time.perf_counter()
     try:
         config, problem = configs.resolve(path, settings)
         report = analyzer.analyze(text, path, config)
     except analyzer.AnalyzerUnavailable as error:
-        return [], f"FuseLens: no diagnostics, {error}", 0.0
+        return [], f"FuseLens: no diagnostics, {error}"
     except Exception as error:  # an analyzer bug must not take the server down
         log.error("analyzer failed on %s:\n%s", path, traceback.format_exc())
-        return [], f"FuseLens analyzer failed on {path}: {type(error).__name__}: {error}", 0.0
+        return [], f"FuseLens analyzer failed on {path}: {type(error).__name__}: {error}"
     positions = convert.Positions(text, encoding)
     diagnostics = [
         convert.finding_to_diagnostic(finding, positions, document_uri=uri, document_path=path,
@@ -175,4 +174,4 @@ def _analyze_job(ticket, text, path, uri, version, settings, encoding, configs):
         for finding in report.findings
     ]
     diagnostics += [convert.problem_to_diagnostic(p, positions) for p in report.problems]
-    return diagnostics, problem, (time.perf_counter() - started) * 1000
+    return diagnostics, problem

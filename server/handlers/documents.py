@@ -33,6 +33,7 @@ def did_change_watched_files(ls, params: types.DidChangeWatchedFilesParams) -> N
     if any(change.uri.endswith("pyproject.toml") for change in params.changes):
         ls.configs.clear()
         ls.analyses.schedule_all()
+        ls.refresh_pull()
 
 
 def did_close(ls, params: types.DidCloseTextDocumentParams) -> None:

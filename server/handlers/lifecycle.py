@@ -70,6 +70,7 @@ def apply_settings(ls, raw: dict) -> None:
     ls.settings = settings
     ls.configs.clear()
     ls.analyses.schedule_all()
+    ls.refresh_pull()  # pulls wait for the re-analysis (DocState.fresh)
 
 
 def set_workspace_trust(ls, params) -> None:

@@ -5,7 +5,7 @@ import asyncio
 import time
 
 from lsprotocol import types
-from lsp_harness import SAMPLE, codes, open_document, published, replace_all
+from lsp_harness import SAMPLE, codes, open_document, published, replace_all, until
 
 
 async def pull(client, uri, previous=None):
@@ -27,6 +27,13 @@ async def test_pull_client_gets_pull_not_push(lsp_client_factory, tmp_path):
     replace_all(client, uri, SAMPLE.replace('    print("hi")\n', ""), version=2)
     edited = await pull(client, uri, previous=report.result_id)
     assert edited.kind == "full" and codes(edited.items) == [(6, "FL102"), (16, "FL110")]
+    # A settings change asks the client to pull again, and the pull gets the re-analysis.
+    refreshes = client.diagnostic_refresh_count
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"fuselens": {"ignore": ["FL110"]}}))
+    await until(lambda: client.diagnostic_refresh_count > refreshes, message="workspace/diagnostic/refresh")
+    refreshed = await pull(client, uri, previous=edited.result_id)
+    assert refreshed.kind == "full" and codes(refreshed.items) == [(6, "FL102")]
     await asyncio.sleep(0.1)
     assert client.published == []  # no duplicate push alongside pull
 

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 import pytest_lsp
 from lsprotocol import types
-from lsp_harness import CONFIG, initialize, open_document, published, until
+from lsp_harness import CONFIG, initialize, open_document, until
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
@@ -81,7 +81,8 @@ DYNAMO = textwrap.dedent('''\
 
 @pytest_lsp.fixture(config=CONFIG, scope="module")
 async def client(lsp_client: LanguageClient, tmp_path_factory):
-    await initialize(lsp_client, tmp_path_factory.mktemp("ws"), progress=True, options={
+    # A pull client (as VS Code is): Dynamo's results arrive through workspace/diagnostic/refresh.
+    await initialize(lsp_client, tmp_path_factory.mktemp("ws"), progress=True, pull=True, options={
         "trusted": True, "settings": {"debounceMs": 20, "worker": {"timeoutS": 60}}})
     yield
     await lsp_client.shutdown_session()
@@ -127,16 +128,23 @@ def pidfile(user_folder):
     return path
 
 
-async def test_explain_with_dynamo_publishes_real_breaks_beside_static_ones(client: LanguageClient, tmp_path):
+async def pull(client, uri):
+    return await client.text_document_diagnostic_async(types.DocumentDiagnosticParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+
+
+async def test_explain_with_dynamo_reports_real_breaks_beside_static_ones(client: LanguageClient, tmp_path):
     uri = open_document(client, tmp_path / "model.py", DYNAMO)
-    await published(client, uri, version=1)
+    assert {d.source for d in (await pull(client, uri)).items} == {"fuselens"}
+    refreshes = client.diagnostic_refresh_count
     result = await command(client, "fuselens.explainDynamo", uri, "f")
     assert result["graphBreakCount"] == 2 and result["inputs"] == "f_example_inputs()"
-    await until(lambda: any(d.source == "dynamo" for d in client.diagnostics[uri]), message="dynamo diagnostics")
-    diagnostics = client.diagnostics[uri]
-    dynamo = sorted((d.range.start.line, d.range.start.character, d.code) for d in diagnostics if d.source == "dynamo")
+    await until(lambda: client.diagnostic_refresh_count > refreshes, message="workspace/diagnostic/refresh")
+    items = (await pull(client, uri)).items
+    dynamo = sorted((d.range.start.line, d.range.start.character, d.code) for d in items if d.source == "dynamo")
     assert dynamo == [(6, 4, "GB0059"), (7, 8, "GB0124")]  # print(...) and y.sum().item()
-    assert {d.source for d in diagnostics} == {"dynamo", "fuselens"}
+    assert {d.source for d in items} == {"dynamo", "fuselens"}
+    assert any("gb0124" in (d.code_description.href or "") for d in items if d.source == "dynamo")
     assert any("Dynamo: f ran as 3 graph(s) with 2 graph break(s)" in m.message for m in client.messages)
     # Progress was reported, cancellable, with the stages of the run.
     reports = [r for token, values in client.progress_reports.items() for r in values]
@@ -146,8 +154,7 @@ async def test_explain_with_dynamo_publishes_real_breaks_beside_static_ones(clie
     client.text_document_did_change(types.DidChangeTextDocumentParams(
         text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
         content_changes=[types.TextDocumentContentChangeWholeDocument(text=DYNAMO + "\n")]))
-    await published(client, uri, version=2)
-    assert {d.source for d in client.diagnostics[uri]} == {"fuselens"}
+    assert {d.source for d in (await pull(client, uri)).items} == {"fuselens"}
 
 
 async def test_hanging_worker_times_out(client: LanguageClient, misbehaving):
@@ -239,3 +246,10 @@ async def test_untrusted_workspace_never_runs_code(client: LanguageClient, misbe
         client.protocol.notify("fuselens/setWorkspaceTrust", {"trusted": True})
     assert error.data["kind"] == "untrusted" and "trusted workspace" in error.message
     assert not pidfile.exists()
+
+
+async def test_profile_requests_answer_clearly_before_any_profile(client: LanguageClient, misbehaving):
+    for method in ("fuselens/profile", "fuselens/kernels"):
+        with pytest.raises(JsonRpcException) as caught:
+            await client.protocol.send_request_async(method, {"uri": misbehaving, "function": "hangs"})
+        assert 'run "Compile and profile" first' in caught.value.message
