@@ -69,6 +69,11 @@ class ConfigResolver:
         return config, problem
 
 
+def excluded(path: str, config) -> bool:
+    """`exclude` of [tool.fuselens], matched as `fuselens check` matches it."""
+    return any(Path(path).match(pattern) or pattern in path for pattern in getattr(config, "exclude", ()))
+
+
 def analyze(text: str, path: str, config):
     return analysis().analyze_source(text, path, config)
 

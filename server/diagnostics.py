@@ -161,6 +161,8 @@ def _analyze_job(ticket, text, path, uri, version, settings, encoding, configs):
         return None
     try:
         config, problem = configs.resolve(path, settings)
+        if analyzer.excluded(path, config):
+            return [], problem
         report = analyzer.analyze(text, path, config)
     except analyzer.AnalyzerUnavailable as error:
         return [], f"FuseLens: no diagnostics, {error}"

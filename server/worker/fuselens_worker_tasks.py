@@ -52,6 +52,10 @@ class DynamoExplain:
             frame = _innermost_in(getattr(reason, "user_stack", []) or [], path)
             location = _location(frame, lines) if frame is not None else None
             headline = text.strip().splitlines()[0] if text.strip() else "graph break"
+            for legacy, gb_type in _LEGACY_REASONS.items():
+                if headline.startswith(legacy):  # a terse internal reason: say what it means
+                    text = f"{gb_type}\n  Explanation: {_LEGACY_EXPLANATIONS[gb_type]}\n  ({headline})"
+                    headline = gb_type
             key = (tuple(location or ()), headline)
             if key in seen:  # the same break seen again on a recompile
                 continue
@@ -66,6 +70,14 @@ class DynamoExplain:
             "seconds": round(seconds, 3),
             "torch": version,
         }
+
+
+# Reasons Dynamo 2.13 still reports without a registry entry's wording, by their GB type.
+_LEGACY_REASONS = {"generic_jump": "Data-dependent branching"}
+_LEGACY_EXPLANATIONS = {
+    "Data-dependent branching": "the condition depends on a tensor's value, which is unknown while "
+                                "tracing; Python decides it eagerly between two graphs.",
+}
 
 
 def _innermost_in(stack, path):

@@ -6,12 +6,15 @@ from lsp_harness import SAMPLE, codes, open_document, published, until
 
 
 async def test_settings_from_init_options_pyproject_and_pushed_changes(lsp_client_factory, tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[tool.fuselens]\nignore = ["FL102"]\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.fuselens]\nignore = ["FL102"]\nexclude = ["generated"]\n')
     client = await lsp_client_factory(options={"settings": {"severity": {"graph-break": "error"}}})
     uri = open_document(client, tmp_path / "model.py", SAMPLE)
     report = await published(client, uri, version=1)
     assert codes(report.diagnostics) == [(6, "FL110"), (17, "FL110")]  # pyproject ignores FL102
     assert {d.severity for d in report.diagnostics} == {types.DiagnosticSeverity.Error}
+    (tmp_path / "generated").mkdir()
+    skipped = open_document(client, tmp_path / "generated" / "model.py", SAMPLE)
+    assert list((await published(client, skipped, version=1)).diagnostics) == []  # excluded
     # A client without workspace/configuration pushes settings; editor select beats pyproject.
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
         settings={"fuselens": {"select": ["FL102"], "ignore": []}}))
