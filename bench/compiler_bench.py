@@ -246,7 +246,9 @@ def main():
     ap.add_argument("--no-inductor", action="store_true")
     opts = ap.parse_args()
     torch.set_grad_enabled(False)
+    # Fresh caches for both compilers, so "cold" is cold (Inductor's cache dir is read lazily).
     os.environ.setdefault("FUSELENS_CACHE_DIR", tempfile.mkdtemp(prefix="fuselens-bench-"))
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="inductor-bench-"))
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     bw = stream_bandwidth()
     print(f"STREAM-like bandwidth: {bw:.1f} GB/s")

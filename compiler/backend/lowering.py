@@ -16,7 +16,7 @@ import torch.fx
 from torch._prims_common import is_non_overlapping_and_dense_or_false as is_non_overlapping_and_dense
 from torch.utils import _pytree as pytree
 
-from .ir import (INDEX, Buffer, BufRef, Expr, Node, cast, const, contiguous_strides, count_ops,
+from .ir import (Buffer, BufRef, Expr, Node, cast, const, contiguous_strides, count_ops,
                  linear_index, load, prod, substitute, var)
 from .simplify import _linear, simplify
 
@@ -308,4 +308,4 @@ def lower(gm: torch.fx.GraphModule, example_inputs) -> Program:
     return Lowering(gm, example_inputs).run()
 
 
-__all__ = ["INDEX", "Lowering", "Program", "TV", "Unsupported", "lower", "pointwise", "reduction"]
+__all__ = ["Lowering", "Program", "TV", "Unsupported", "lower", "pointwise", "reduction"]
