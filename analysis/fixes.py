@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 
 from .findings import Fix, Span, TextEdit
+from .source import _split_lines
 
 _GUARDED = {"FL110": "print", "FL111": "logging call", "FL112": "warning"}
 
@@ -147,7 +148,7 @@ def _drop_item_fix(walker, call: ast.Call) -> Fix | None:
 
 def apply_edits(text: str, edits) -> str:
     """Applies non-overlapping edits (character spans, 1-based lines) to `text`."""
-    lines = text.splitlines(keepends=True)
+    lines = _split_lines(text)  # Python's line breaks: a form feed is not one
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line))

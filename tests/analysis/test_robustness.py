@@ -405,16 +405,12 @@ def test_import_cycle_does_not_recurse(tmp_path):
     assert not _cycle_bug_present(tmp_path)
 
 
-@pytest.mark.xfail(strict=True, reason="checker._line_text uses str.splitlines, which also splits at "
-                                       "form feeds: byte columns are converted on the wrong line")
 def test_form_feed_in_comment_keeps_columns():
     text = 'import torch\n\n\n@torch.compile\ndef f(x):\n    # page\x0cbreak\n    s = "é"; print(x)\n'
     (finding,) = analyse(text).findings
     assert (finding.span.line, finding.span.column) == (7, 13)
 
 
-@pytest.mark.xfail(strict=True, reason="fixes.apply_edits uses str.splitlines: a form feed line shifts "
-                                       "every edit below it and the fix corrupts the file")
 def test_fix_after_form_feed_line():
     from fuselens.analysis import apply_edits
 
