@@ -16,7 +16,9 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 @pytest_lsp.fixture(config=CONFIG, scope="module")
 async def client(lsp_client: LanguageClient, tmp_path_factory):
     # One server for the module: each test opens its own file (its own URI).
-    await initialize(lsp_client, tmp_path_factory.mktemp("ws"), options={"settings": {"debounceMs": 50}})
+    result = await initialize(lsp_client, tmp_path_factory.mktemp("ws"), options={"settings": {"debounceMs": 50}})
+    # This client cannot pull, so the server pushes and does not offer pull diagnostics.
+    assert result.capabilities.diagnostic_provider is None
     yield
     await lsp_client.shutdown_session()
 

@@ -38,13 +38,6 @@ async def test_pull_client_gets_pull_not_push(lsp_client_factory, tmp_path):
     assert client.published == []  # no duplicate push alongside pull
 
 
-async def test_push_is_used_when_client_cannot_pull(lsp_client_factory, tmp_path):
-    client = await lsp_client_factory(pull=False)
-    assert client.init_result.capabilities.diagnostic_provider is None
-    uri = open_document(client, tmp_path / "model.py", SAMPLE)
-    await published(client, uri, version=1)
-
-
 async def test_stale_result_is_dropped_when_the_version_moved_on(lsp_client_factory, tmp_path):
     client = await lsp_client_factory(options={"settings": {"debounceMs": 0}})
     body = "".join(SAMPLE.replace("def f(", f"def f{i}(").replace("class Net", f"class Net{i}")
