@@ -105,8 +105,7 @@ class EmitMixin:
         if isinstance(v, tuple):  # torch.return_types
             return f"{self.prog.const(type(v))}(({', '.join(self.value_expr(x) for x in v)},))"
         if t is Closure:
-            raise CaptureError("a nested function defined in compiled code must run in Python here; "
-                               "move it out of the function")
+            return self.prog.home_of(v)  # defined by define_closure before any use
         if isinstance(v, (types.GeneratorType,)) or type(v).__name__.endswith("iterator"):
             raise CaptureError("an iterator crosses a statement that runs in Python")
         return self.prog.const(v)
@@ -116,6 +115,10 @@ class EmitMixin:
         """Give program variables `frame.var(n)` the interpreter's values of `reads`; keep every
         other live value reachable when `writes` are overwritten; home all outside values."""
         prog = self.prog
+        for n in reads:
+            for c in _containers(frame.env.get(n), closures=True):
+                if type(c) is Closure and id(c) not in prog.home:
+                    self.define_closure(c)
         live = self.live_values()
         needed = {frame.var(n): frame.env[n] for n in reads if n in frame.env}
         # outside values read before this statement must not be re-read after it
@@ -136,6 +139,28 @@ class EmitMixin:
                 seen.add(id(c))
         self.assign(shared)
         self.assign([(var, value) for var, value in needed.items() if prog.holder.get(var) is not value])
+
+    def define_closure(self, c):
+        """Python code about to run needs an interpreted lambda/def: define it in the program,
+        over program variables holding the names it reads from its defining function."""
+        from .frames import closure_info
+        own = closure_info(c).locals
+        free = {n.id for n in ast.walk(c.node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+                and n.id not in own and n.id in c.frame.info.locals}
+        self.materialize(c.frame, free, set())
+        var = self.prog.fresh("__fn")
+        node = _copy(c.node)
+        node.args.defaults, node.args.kw_defaults = [], [None] * len(node.args.kwonlyargs)
+        if isinstance(node, ast.Lambda):
+            text = f"{var} = {self.render_stmt(node, c.frame)}"
+        else:
+            node.name = var
+            text = self.render_stmt(node, c.frame)
+        if c.defaults:
+            text += f"\n{var}.__defaults__ = ({', '.join(self.value_expr(d) for d in c.defaults)},)"
+        if c.kwdefaults:
+            text += f"\n{var}.__kwdefaults__ = {self.value_expr(dict(c.kwdefaults))}"
+        self.emit_line("assign", text, f"{c.name} from line {c.node.lineno}", homes=[(var, c)])
 
     def assign(self, pairs, snap=True):
         if not pairs:
@@ -286,6 +311,12 @@ class EmitMixin:
                 return self._scoped(n, {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} |
                                     {x.arg for x in (a.vararg, a.kwarg) if x})
 
+            def visit_FunctionDef(self, n):
+                a = n.args
+                assigned = {t.id for t in ast.walk(n) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
+                return self._scoped(n, {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} |
+                                    {x.arg for x in (a.vararg, a.kwarg) if x} | assigned)
+
             def _comp(self, n):
                 names = {t.id for g in n.generators for t in ast.walk(g.target) if isinstance(t, ast.Name)}
                 return self._scoped(n, names)
@@ -332,7 +363,8 @@ def names_of(node, local_names) -> tuple[set, set]:
     return reads & set(local_names), writes
 
 
-def _containers(value):
+def _containers(value, closures=False):
+    """Containers (and, with `closures`, interpreted functions) reachable from `value`."""
     out, stack, seen = [], [value], set()
     while stack:
         v = stack.pop()
@@ -340,6 +372,11 @@ def _containers(value):
             seen.add(id(v))
             out.append(v)
             stack.extend(v.values() if type(v) is dict else v)
+        elif closures and type(v) is Closure and id(v) not in seen:
+            seen.add(id(v))
+            out.append(v)
+            stack.extend(v.defaults)
+            stack.extend(v.kwdefaults.values())
     return out
 
 

@@ -113,6 +113,13 @@ class FuncInfo:
         self.varkw = code.co_varnames[nv] if code.co_flags & inspect.CO_VARKEYWORDS else None
         self.posonly = code.co_posonlyargcount
         self.npos = code.co_argcount
+        for stmt in ast.walk(ast.Module(body=list(self.body), type_ignores=[])):
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and (
+                    isinstance(stmt, ast.AsyncFunctionDef) or getattr(stmt, "decorator_list", None) or any(
+                        isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await, ast.Global, ast.Nonlocal))
+                        for n in ast.walk(stmt))):
+                raise Unsupported(f"{self.qualname}: nested function at line {stmt.lineno} is a generator, "
+                                  "coroutine, decorated, or uses global/nonlocal")
         for stmt in _walk_no_scopes(ast.Module(body=list(self.body), type_ignores=[])):
             if isinstance(stmt, (ast.Global, ast.Nonlocal)):
                 raise Unsupported(f"{self.qualname} uses `{type(stmt).__name__.lower()}`")

@@ -476,9 +476,13 @@ class Capture(ExprMixin, CallMixin, EmitMixin):
     def call_statement(self, call, frame, target):
         func = self.ev(call.func, frame)
         args, kwargs = self.call_args(call, frame)
-        callee = self.prepare_inline(func, args, kwargs, call)
+        try:
+            callee = self.prepare_inline(func, args, kwargs, call)
+            value = self.call(func, args, kwargs, call) if callee is None else None
+        except Break as b:
+            b.node = b.node if b.node is not None else call
+            raise
         if callee is None:
-            value = self.call(func, args, kwargs, call)
             if target == "expr":
                 return None
             if target == "return":

@@ -150,6 +150,10 @@ class Program:
         for node in ast.walk(tree):
             if isinstance(node, ast.Name):
                 (stored if isinstance(node.ctx, (ast.Store, ast.Del)) else loaded).add(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+                stored.add(node.name)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                stored.update((a.asname or a.name).split(".")[0] for a in node.names)
         if result is not None:
             for node in ast.walk(ast.parse(result, mode="eval")):
                 if isinstance(node, ast.Name):

@@ -115,6 +115,12 @@ class CompiledFunction:
         if len(point.variants) >= CACHE_LIMIT:
             return self._over_limit(point, args, reason)
         self.log.append(f"capture {point.name}: {reason}")
+        if self.fullgraph:
+            from .dryrun import DryCapture
+            from .report import FullGraphError
+            found = DryCapture(self, point, args).run()
+            if found:
+                raise FullGraphError(found)
         cap = Capture(self, point, args)
         result = cap.run()
         self._register(point, cap)

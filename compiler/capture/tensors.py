@@ -8,6 +8,7 @@ an op whose result depends on tensor data raises, and the statement becomes a gr
 from __future__ import annotations
 
 import functools
+import logging
 import types
 
 import torch
@@ -289,6 +290,20 @@ class Recorder(TorchDispatchMode):
         return region.placeholder(tv)
 
 
+class _quiet_fake_log:
+    """Fake tensors log an error when a meta function raises; for us that is an expected outcome
+    (the statement then runs in Python and raises there, as it would eagerly)."""
+
+    log = logging.getLogger("torch._subclasses.fake_tensor")
+
+    def __enter__(self):
+        self.level = self.log.level
+        self.log.setLevel(logging.CRITICAL)
+
+    def __exit__(self, *exc):
+        self.log.setLevel(self.level)
+
+
 def _getitem(x, i):
     return x[i]
 
@@ -417,7 +432,7 @@ class Tracer:
                                                self.loc))
         mark = region.log_mark()
         try:
-            with self.cap.ambient.apply(), self.fake_mode, self.recorder:
+            with self.cap.ambient.apply(), _quiet_fake_log(), self.fake_mode, self.recorder:
                 out = func(*fargs, **fkwargs)
         except Break:
             raise

@@ -748,3 +748,15 @@ def autograd_with_break(x):
         y = y * 2
     print("y", y.shape)
     return (y * x).sum()
+
+
+@case((A,), (B,))
+def closure_used_by_python(x):
+    k = 3
+
+    def scale(t, c=2):
+        return t * k * c
+    f = lambda t: scale(t) + 1  # noqa: E731
+    s = x.sum().item()
+    print("scaled", f(torch.tensor(s)).shape)
+    return f(x), sorted([3, 1, 2], key=lambda v: -v * k)
