@@ -5,6 +5,7 @@ encoding (UTF-16 unless the client offers another). Only non-ASCII lines need co
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from lsprotocol import types
@@ -29,11 +30,15 @@ CATEGORY_SEVERITY = {
 }
 
 
+_LINE_BREAK = re.compile(r"\r\n?|\n")
+
+
 class Positions:
     """Converts code-point columns of one text snapshot to client units and back."""
 
     def __init__(self, text: str, encoding: str = types.PositionEncodingKind.Utf16):
-        self.lines = text.split("\n")
+        # Line breaks as Python and LSP count them: \n, \r\n and a lone \r.
+        self.lines = _LINE_BREAK.split(text) if "\r" in text else text.split("\n")
         self.encoding = encoding
 
     def units(self, chars: str) -> int:

@@ -52,7 +52,7 @@ def code_action(ls, params: types.CodeActionParams):
                 is_preferred=True, edit=_edit(ls, uri, data.get("version"), edits)))
         line = diagnostic.range.start.line
         if line < len(lines):
-            edit = ignore_edit(lines[line].rstrip("\r"), line, str(diagnostic.code), positions.units)
+            edit = ignore_edit(lines[line], line, str(diagnostic.code), positions.units)
             if edit is not None:
                 actions.append(types.CodeAction(
                     title=f"Ignore {diagnostic.code} on this line", kind=types.CodeActionKind.QuickFix,
