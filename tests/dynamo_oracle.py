@@ -526,16 +526,16 @@ def _run_case(name, make, path, compiled, sink, result, executed, mutations):
             continue
         for entry in _guard_failures(record.getMessage()):
             guard = entry.splitlines()[0].split("#")[0].strip()
-            if _RESUME_GUARD_RE.search(guard):
-                # A Python number made by a graph break (`.item()`) and used after it is a
-                # constant of the resume function: new values recompile it. That is a
-                # consequence of the (annotated) break, not of a shape or of mutated state.
-                result.resume_specializations += 1
-            elif _SHAPE_GUARD_RE.search(guard):
+            if _SHAPE_GUARD_RE.search(guard):
                 # Dynamo reports only the first failing guard, often a slice bound or a
                 # duck-sizing equality; the branches that args2 takes the other way are
                 # what the finding is about.
                 shape_recompile |= dynamic_run
+            elif _RESUME_GUARD_RE.search(guard):
+                # A Python value made by a graph break (`.item()`) and used after it is a
+                # constant of the resume function: new values recompile it. That is a
+                # consequence of the (annotated) break, not of a shape or of mutated state.
+                result.resume_specializations += 1
             else:
                 # Dynamo names the line that read the value; the finding belongs where the
                 # compiled code wrote it (the same line for `self.calls += 1`).
