@@ -188,9 +188,11 @@ class ExprMixin:
         return self.binop(BINOPS[type(node.op).__name__], a, b)
 
     def binop(self, fn, a, b):
-        if type(a) is Ext:
+        # with a tensor on the other side, an outside float goes to the op as is (it may become a
+        # region input instead of a constant)
+        if type(a) is Ext and not (type(b) is TVar and type(a.value) is float):
             a = self.concrete(a)
-        if type(b) is Ext:
+        if type(b) is Ext and not (type(a) is TVar and type(b.value) is float):
             b = self.concrete(b)
         return fn(a, b)
 

@@ -210,6 +210,17 @@ class Region:
         self.lines[where] = self.lines.get(where, 0) + 1
         self.log.append(("op", where, None))
 
+    def scalar_input(self, ext) -> fx.Node:
+        """A Python number known only at run time, passed to the region as an argument."""
+        for tv, node in zip(self.inputs, (n for n in self.graph.nodes if n.op == "placeholder")):
+            if tv is ext:
+                return node
+        node = self.node("placeholder", None, name=f"in{len(self.inputs)}")
+        node.meta["val"] = ext.value
+        self.inputs.append(ext)
+        self.log.append(("input", None, None))
+        return node
+
     def set_mutates(self):
         if not self.mutates_inputs:
             self.log.append(("mutates", False, None))
@@ -302,6 +313,21 @@ class _quiet_fake_log:
 
     def __exit__(self, *exc):
         self.log.setLevel(self.level)
+
+
+_RETRY = object()
+_STAND_IN = float.fromhex("0x1.3c8f5d1e2b7a9p-2")  # a value no program is likely to contain
+_C_LEVEL = (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)
+
+
+def _dynamic_floats(func, args, kwargs) -> set:
+    """ids of float arguments known only at run time, if `func` is a C-level torch function (its
+    arguments reach the aten op unchanged)."""
+    if not isinstance(func, _C_LEVEL):
+        return set()
+    from .values import ArgSource, VarSource
+    return {id(a) for a in (*args, *kwargs.values()) if type(a) is Ext and type(a.value) is float
+            and isinstance(a.source.root(), (ArgSource, VarSource))}
 
 
 def _getitem(x, i):
@@ -422,8 +448,12 @@ class Tracer:
         denied = denial(func)
         if denied is not None:
             raise Break(denied[1], denied[0])
+        floats = _dynamic_floats(func, args, kwargs)
+        if floats:
+            out = self._call_symbolic(func, args, kwargs, floats)
+            if out is not _RETRY:
+                return out
         fargs, fkwargs = self._fake_args(args), self._fake_args(kwargs)
-        name = getattr(func, "__name__", "")
         region = self.cap.open_region()
         key = templates.key(func, fargs, fkwargs, self.cap.ambient, self.decomps)
         tpl = templates.lookup(key)
@@ -431,9 +461,17 @@ class Tracer:
             return self._wrap(templates.replay(tpl, region, self.recorder, self.fake_mode, fargs, fkwargs,
                                                self.loc))
         mark = region.log_mark()
+        out = self._run_fake(func, fargs, fkwargs)
+        templates.record(key, region, mark, fargs, fkwargs, out)
+        if getattr(func, "__name__", "") in _META_QUERIES and not _has_tensor(out):
+            return out
+        return self._wrap(out)
+
+    def _run_fake(self, func, fargs, fkwargs):
+        name = getattr(func, "__name__", "")
         try:
             with self.cap.ambient.apply(), _quiet_fake_log(), self.fake_mode, self.recorder:
-                out = func(*fargs, **fkwargs)
+                return func(*fargs, **fkwargs)
         except Break:
             raise
         except DynamicOutputShapeException:
@@ -445,9 +483,45 @@ class Tracer:
         except Exception as e:  # noqa: BLE001 - eager raises here too: run the statement in Python
             raise Break(f"{name} raises {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
                         None) from None
-        templates.record(key, region, mark, fargs, fkwargs, out)
-        if name in _META_QUERIES and not _has_tensor(out):
-            return out
+
+    def _call_symbolic(self, func, args, kwargs, floats):
+        """Run-time floats (arguments, values computed in Python) passed straight to one pointwise
+        op become inputs of the region instead of constants, so a new value needs no recapture.
+        The op runs on fake tensors with a stand-in value we can find in the recorded node."""
+        stand_in = {}
+
+        def sub(a):
+            if type(a) is Ext and id(a) in floats:
+                value = _STAND_IN + len(stand_in) * 2.0 ** -30
+                stand_in[value] = a
+                return value
+            return a
+        fargs = self._fake_args(tuple(sub(a) for a in args))
+        fkwargs = self._fake_args({k: sub(v) for k, v in kwargs.items()})
+        region = self.cap.open_region()
+        mark = region.log_mark()
+        try:
+            out = self._run_fake(func, fargs, fkwargs)
+        except Break:
+            region.rollback(mark)
+            return _RETRY
+        ops = [n for kind, n, _ in region.log[mark:] if kind == "node" and n.op == "call_function"
+               and getattr(n.target, "__name__", "") != "_getitem"]
+        node = ops[0] if len(ops) == 1 else None
+        found = node is not None and torch.Tag.pointwise in getattr(node.target, "tags", ()) and \
+            any(type(a) is float and a in stand_in for a in (*node.args, *node.kwargs.values()))
+        if not found:
+            region.rollback(mark)
+            return _RETRY
+
+        def to_input(a):
+            if type(a) is float and a in stand_in:
+                ext = stand_in[a]
+                self.cap.guards_now().type_is(ext.source, float)
+                return region.scalar_input(ext)
+            return a
+        node.args = tuple(to_input(a) for a in node.args)
+        node.kwargs = {k: to_input(a) for k, a in node.kwargs.items()}
         return self._wrap(out)
 
     def _fake_args(self, a):

@@ -760,3 +760,15 @@ def closure_used_by_python(x):
     s = x.sum().item()
     print("scaled", f(torch.tensor(s)).shape)
     return f(x), sorted([3, 1, 2], key=lambda v: -v * k)
+
+
+@case((A,), (B,), (A * 3,))
+def item_used_in_tensor_math(x):
+    m = x.abs().max().item()
+    y = x / m
+    return torch.clamp(y * 2.0, max=m), m
+
+
+@case((A, 0.5), (A, 0.25), (A, 2))
+def float_argument(x, alpha):
+    return x * alpha + torch.sigmoid(x).mul(alpha), x.sub(alpha)
