@@ -51,9 +51,10 @@ def scan_paths(folder: Path, config: Config) -> dict:
 
 
 def scan_workspace(folder: Path, config: Config, limit: int | None = None) -> dict:
-    """Workspace.analyze_file on each file with one shared Workspace (caches kept)."""
+    """Workspace.analyze_file on each file with one shared Workspace (caches kept), rooted
+    at the torch folder as `fuselens check torch/` is, so relative imports resolve."""
     started = time.perf_counter()
-    workspace = Workspace([folder.parent], config)
+    workspace = Workspace([torch_root()], config)
     files = findings = problems = 0
     exceptions = []
     slowest = (0.0, "")
@@ -99,6 +100,9 @@ def main(argv=None) -> int:
     config = Config()
     total = sum(1 for _ in iter_python_files([str(folder)]))
     size = sum(Path(p).stat().st_size for p in iter_python_files([str(folder)]))
+    import fuselens.analysis
+
+    print(f"analyzer: {fuselens.analysis.__file__}")
     print(f"scanning {folder}: {total} .py files, {size / 1e6:.1f} MB")
     failed = False
     if args.which in ("paths", "both"):
