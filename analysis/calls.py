@@ -34,6 +34,15 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
                 return walker.call_user(node, method, args, kwargs, receiver=receiver)
         if receiver.kind == K.TENSOR:
             return tensor_method(walker, node, func.attr, receiver, args, kwargs)
+        if receiver.kind == K.OBJ and isinstance(receiver.ref, str):
+            if receiver.ref.startswith("torch.optim.") and func.attr in ("zero_grad", "step"):
+                walker.report("FL121", node, f"Optimizer `.{func.attr}()` is skipped by Dynamo inside compiled code")
+                return K.T_NONE
+            if receiver.ref.startswith("torch.distributions."):
+                return K.T_TENSOR  # sample(), log_prob(), entropy(), ...
+            if receiver.ref.startswith("io."):
+                walker.report("FL113", node, f"`{receiver.ref}` I/O inside compiled code")
+                return K.T_UNKNOWN
         if receiver.kind == K.MODULE:
             return module_method(walker, node, func.attr, receiver, args, kwargs)
         if receiver.kind == K.LOGGER:
@@ -78,13 +87,10 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
     return K.T_UNKNOWN
 
 
-_PLAIN = {K.INT, K.NUM, K.BOOL, K.STR, K.NONE, K.SHAPE, K.DTYPE, K.DEVICE, K.DATA}
-
-
 def _plain_python(ty: Ty) -> bool:
     if ty.kind == K.SEQ:
-        return isinstance(ty.ref, Ty) and ty.ref.kind in _PLAIN
-    return ty.kind in _PLAIN
+        return isinstance(ty.ref, Ty) and ty.ref.kind in K.PLAIN_KINDS
+    return ty.kind in K.PLAIN_KINDS
 
 
 def walker_log_methods():
@@ -127,6 +133,7 @@ def builtin_call(walker, node: ast.Call, name: str, args: list[Ty], kwargs: dict
             if ty.is_tensor:
                 walker.report("FL102", arg, "range() over a tensor bound reads its value on the host")
         return K.seq_of(Ty(K.INT, shape_derived=any(t.shape_derived for t in args)))
+    _walk_key_lambdas(walker, node, name, first)
     if name in ("sorted",) and _holds_tensors(first):
         walker.report("FL143", node, "sorted() over tensors compares their values in Python")
         return first
@@ -139,7 +146,8 @@ def builtin_call(walker, node: ast.Call, name: str, args: list[Ty], kwargs: dict
     if name == "enumerate":
         return K.seq_of(K.seq_of(K.T_UNKNOWN)) if first.kind != K.SEQ else K.seq_of(Ty(K.SEQ, ref=None))
     if name == "zip":
-        return K.seq_of(Ty(K.SEQ, ref=_common_element(args)))
+        elements = tuple(walker.element_type(arg) for arg in args)
+        return K.seq_of(Ty(K.SEQ, ref=_common_element(args), items=elements))
     if name in ("max", "min", "sum", "abs", "round", "pow"):
         if any(t.maybe_tensor or _holds_tensors(t) for t in args):
             return K.T_TENSOR
@@ -162,6 +170,21 @@ def builtin_call(walker, node: ast.Call, name: str, args: list[Ty], kwargs: dict
     if name in BUILTIN_NON_TENSOR:
         return BUILTIN_NON_TENSOR[name]
     return K.T_UNKNOWN
+
+
+def _walk_key_lambdas(walker, node: ast.Call, name: str, iterable: Ty) -> None:
+    """`sorted(xs, key=lambda t: t.sum().item())`: Dynamo runs the lambda on each element."""
+    if name not in ("sorted", "min", "max", "map", "filter"):
+        return
+    candidates = [kw.value for kw in node.keywords if kw.arg == "key"] + [a for a in node.args[:1]]
+    element = walker.element_type(node.args[-1] and walker.expr(node.args[-1])) if name in ("map", "filter") \
+        and len(node.args) > 1 else walker.element_type(iterable)
+    for candidate in candidates:
+        if isinstance(candidate, ast.Lambda) and candidate.args.args:
+            saved = dict(walker.env)
+            walker.env[candidate.args.args[0].arg] = element
+            walker.expr(candidate.body)
+            walker.env = saved
 
 
 def _common_element(args: list[Ty]) -> Ty:
@@ -275,6 +298,9 @@ def library_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: di
         if args and not _plain_python(args[0]):  # deepcopy of plain Python data traces fine
             walker.report("FL120", node, "copy.deepcopy() of tensors or modules is not traceable")
         return args[0] if args else K.T_UNKNOWN
+    if dotted in ("io.BytesIO", "io.StringIO"):
+        walker.report("FL113", node, f"`{dotted}()` inside compiled code")
+        return Ty(K.OBJ, ref=dotted)
     if dotted == "copy.copy":
         walker.report("FL121", node, "copy.copy() is skipped by Dynamo: the graph breaks")
         return args[0] if args else K.T_UNKNOWN
@@ -288,6 +314,9 @@ def library_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: di
         return Ty(K.INT if last in ("floor", "ceil", "gcd", "lcm", "prod", "comb", "perm", "isqrt") else K.NUM,
                   shape_derived=shape)
     if head in ("numpy", "np") or dotted.startswith("numpy."):
+        if last in ("at", "reduceat", "outer", "accumulate") and dotted.count(".") >= 2:
+            walker.report("FL122", node, f"`{dotted}`: NumPy ufunc methods are not traced")
+            return K.T_NONE
         return K.T_NDARRAY
     if head == "random":
         return K.T_NUM
@@ -300,6 +329,9 @@ def library_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: di
 
 def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict, autograd, parameters, graph_break) -> Ty:
     name = dotted.rsplit(".", 1)[1]
+    if dotted in ("torch.save", "torch.load"):
+        walker.report("FL121", node, f"`{dotted}` is skipped by Dynamo: the graph breaks")
+        return K.T_UNKNOWN
     if dotted in graph_break:
         walker.report("FL131", node, "torch._dynamo.graph_break() ends the graph here")
         return K.T_NONE
@@ -344,7 +376,7 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict, autograd
     if namespace in ("torch.nn.init",):
         return K.T_TENSOR
     if name[:1].isupper():
-        return K.T_OBJ
+        return Ty(K.OBJ, ref=dotted)
     return K.T_TENSOR if namespace.startswith(("torch.ops", "torch.distributions")) else K.T_UNKNOWN
 
 

@@ -20,6 +20,7 @@ from .rules import GRAPH_BREAK, RULES
 from .source import _split_lines
 
 MAX_DEPTH = 12
+CLOSURE = "<closure>"  # marks the closure entry appended to a nested function's parameters
 COMPILING_CHECKS = {"torch.compiler.is_compiling", "torch.compiler.is_dynamo_compiling",
                     "torch._dynamo.is_compiling", "torch._utils.is_compiling"}
 
@@ -31,7 +32,8 @@ TRACE_EQUIVALENT = {"FL101": "FL201", "FL102": "FL202", "FL103": "FL202", "FL104
 LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log", "fatal"}
 SKIPPED_CALLS = {
     "time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.time_ns",
-    "time.perf_counter_ns", "time.monotonic_ns", "time.sleep", "random.random", "random.choice", "uuid.uuid1", "uuid.uuid4", "uuid.uuid3", "uuid.uuid5",
+    "time.perf_counter_ns", "time.monotonic_ns", "time.sleep", "random.random", "random.choice",
+    "random.sample", "uuid.uuid1", "uuid.uuid4", "uuid.uuid3", "uuid.uuid5",
     "datetime.datetime.now", "datetime.datetime.utcnow", "datetime.datetime.today", "datetime.date.today",
     "datetime.now", "datetime.utcnow", "datetime.today", "date.today",
 }
@@ -229,6 +231,11 @@ def _used_as_tensors(node: ast.AST, names: set[str]) -> set[str]:
         if isinstance(child, ast.Attribute) and isinstance(child.value, ast.Name) and child.value.id in names \
                 and child.attr in _TENSOR_ONLY_ATTRS:
             used.add(child.value.id)
+        # `int(n)` of a parameter: nobody converts what is already a Python number.
+        elif isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id in (
+                "int", "float", "bool") and len(child.args) == 1 and isinstance(child.args[0], ast.Name) \
+                and child.args[0].id in names:
+            used.add(child.args[0].id)
     return used
 
 
@@ -324,8 +331,12 @@ class FunctionWalker:
         self._seen: set = set()
         self.current_statement: ast.stmt | None = None
         self._lines: list[str] | None = None
+        self.position: list[tuple[list, int]] = []  # (statement list, index) from the body inwards
         self.item_next_to_tensor: set[int] = set()  # `.item()` calls whose other operand is a tensor
         node = function.node
+        if params and isinstance(params[-1], tuple) and params[-1][:1] == (CLOSURE,):
+            self.env.update(dict(params[-1][1:]))
+            params = params[:-1]
         args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
         for arg, ty in zip(args, params):
             self.env[arg.arg] = ty
@@ -365,6 +376,8 @@ class FunctionWalker:
         self.result.findings.append((code, span, message, fix if self.mode == COMPILE else None))
         if self.dead_after_this:
             self.die(node)
+        elif rule.category == GRAPH_BREAK and self.mode == COMPILE and not self.resume_is_traced():
+            self.dead = True  # the resumed frame holds no tensor: Dynamo leaves it to Python
 
     def die(self, node: ast.AST) -> None:
         self.dead = True
@@ -405,8 +418,39 @@ class FunctionWalker:
 
     # --- statements ----------------------------------------------------------------------------
     def block(self, statements: list[ast.stmt]) -> None:
-        for statement in statements:
-            self.statement(statement)
+        for index, statement in enumerate(statements):
+            self.position.append((statements, index))
+            try:
+                self.statement(statement)
+            finally:
+                self.position.pop()
+
+    def closure_for(self, callee: FunctionInfo) -> tuple:
+        """Types of the enclosing variables a nested function reads (part of its memo key)."""
+        used = {node.id for node in ast.walk(callee.node) if isinstance(node, ast.Name)}
+        return (CLOSURE,) + tuple(sorted((name, ty) for name, ty in self.env.items() if name in used))
+
+    def resume_is_traced(self) -> bool:
+        """After a break, Dynamo compiles the rest of the frame only if that rest holds a
+        tensor: a live local that is one, or a torch/numpy module it uses (as
+        `has_tensor_in_frame` checks). Otherwise the rest runs eagerly and breaks nothing."""
+        names = set()
+        for statements, index in self.position:
+            for statement in statements[index + 1:]:
+                names.update(node.id for node in ast.walk(statement) if isinstance(node, ast.Name))
+        for name in names:
+            ty = self.env.get(name)
+            if ty is not None:
+                if ty.maybe_tensor or ty.kind in (K.MODULE, K.NDARRAY, K.UNKNOWN) or (
+                        ty.kind == K.SEQ and not (isinstance(ty.ref, Ty) and ty.ref.kind in K.PLAIN_KINDS)):
+                    return True
+            elif name not in self.local_functions:
+                target = self.local_imports.get(name) or self.module.imports.get(name)
+                if target and target.split(".")[0] in ("torch", "numpy"):
+                    return True
+                if name in self.module.globals and self.global_type(name).kind in (K.TENSOR, K.MODULE, K.UNKNOWN):
+                    return True
+        return False
 
     def statement(self, node: ast.stmt) -> None:
         self.current_statement = node
@@ -672,6 +716,8 @@ class FunctionWalker:
                 return K.T_TENSOR
             if callee == "torch.compiler.disable" or callee == "torch._dynamo.disable":
                 return K.T_OBJ
+            if callee.startswith(("torch.optim.", "io.")):
+                return Ty(K.OBJ, ref=callee)
         return K.T_UNKNOWN
 
     def dotted(self, node: ast.expr) -> str | None:
@@ -757,8 +803,10 @@ class FunctionWalker:
                 and container.ref is None:
             self.report("FL102", node, "Python container indexed with a tensor: Dynamo reads its value")
         if container.kind == K.NDARRAY:
+            if isinstance(node.ctx, ast.Load) and index.kind == K.NDARRAY and index.boolean:
+                self.report("FL105", node, "Boolean-mask indexing of an array traced from a tensor: "
+                                           "data-dependent size")
             return K.T_NDARRAY
-        return K.T_UNKNOWN
 
     def check_tensor_index(self, node: ast.Subscript, index: Ty) -> None:
         parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
@@ -877,7 +925,7 @@ class FunctionWalker:
             zero = all(t.zero_dim or t.kind != K.TENSOR for t in types)
             return Ty(K.TENSOR, boolean=True, zero_dim=zero)
         if any(t.kind == K.NDARRAY for t in types):
-            return K.T_NDARRAY
+            return Ty(K.NDARRAY, boolean=True)
         if any(t.kind == K.DATA for t in types):
             return K.T_DATA
         return K.T_SHAPE_BOOL if any(t.shape_derived for t in types) else K.T_BOOL
@@ -957,6 +1005,8 @@ class FunctionWalker:
                                        f"(torch.compiler.disable): the graph breaks around the call")
             return K.T_UNKNOWN
         params = bind_parameters(callee, args, kwargs, receiver)
+        if callee.qualname.startswith(self.function.qualname + "."):
+            params += (self.closure_for(callee),)
         callee_key = (callee.module.path, callee.qualname, _segment_key(callee), self.mode, params,
                       callee.module.interface_key)
         hop = _hop(self.function, call_span)
@@ -967,6 +1017,8 @@ class FunctionWalker:
             self.frame_breaks()  # inlining stops at the callee's break: the break is at this call
             if self.dead_after_this:
                 self.die(node)
+            elif not self.resume_is_traced():
+                self.dead = True
         if returns.kind == K.UNKNOWN and callee.name == "forward":
             return K.T_TENSOR
         return returns
@@ -1055,9 +1107,6 @@ class _InitWalker(FunctionWalker):
             for arg, default in _args_with_defaults(function.node)][1:])
         super().__init__(Analysis(config=None), function, "init", params, (), MAX_DEPTH)
         self.attributes: dict[str, Ty] = {}
-        for name, ty in list(self.env.items()):
-            if ty.kind == K.UNKNOWN:
-                self.env[name] = K.T_NUM  # unannotated __init__ arguments are hyper-parameters
 
     def report(self, *args, **kwargs) -> None:
         return  # __init__ runs eagerly; nothing to report

@@ -73,6 +73,9 @@ T_LOGGER = Ty(LOGGER)
 T_TENSOR_SEQ = Ty(SEQ, ref=T_TENSOR)
 
 
+PLAIN_KINDS = {INT, NUM, BOOL, STR, NONE, SHAPE, DTYPE, DEVICE, DATA}
+
+
 def seq_of(element: Ty) -> Ty:
     return Ty(SEQ, ref=element)
 

@@ -111,7 +111,7 @@ _RULES = [
          "NumPy call Dynamo cannot translate",
          "Dynamo traces most NumPy through torch._numpy, but not every function.",
          "Use the torch equivalent.",
-         "GB0294", "attempted to trace numpy function unsupported by PyTorch"),
+         "GB0290", "attempted to trace numpy.* function as a method"),
     Rule("FL130", "disabled-call", GRAPH_BREAK,
          "Call to a function excluded from compilation",
          "A function decorated with `torch.compiler.disable` / `torch._dynamo.disable` always "
