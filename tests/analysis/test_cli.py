@@ -318,12 +318,16 @@ def test_ignore_comment_only_covers_its_own_line(project, capsys):
 def test_unreadable_files_warn_and_do_not_crash(project, capsys):
     (project / "latin.py").write_bytes(b"import torch\n\n@torch.compile\ndef f(x):\n    return x  # caf\xe9\n")
     (project / "blob.py").write_bytes(bytes(range(256)) * 8)
+    (project / "gone.py").symlink_to(project / "nowhere" / "x.py")
+    (project / "halfway.py").write_text("import torch\n\n@torch.compile\ndef f(x):\n    return torch.cat((x,\n")
     (project / "m.py").write_text(SAMPLE)
     code, findings, err = check_json(["."], capsys)
     assert code == 1  # m.py's findings are still reported
     assert codes_at(findings) == SAMPLE_FINDINGS
     assert "latin.py" in err and "utf-8" in err.lower()
     assert "blob.py" in err and "binary" in err
+    assert "gone.py" in err
+    assert "halfway.py: warning: syntax error: '(' was never closed (line 5)" in err
     assert "Traceback" not in err
     # Alone, an unreadable file is a warning, not a finding and not a usage error.
     assert run_main(["check", "latin.py"], capsys)[0] == 0
