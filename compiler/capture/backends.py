@@ -41,7 +41,7 @@ class Backend:
         needs_grad = region.ambient.grad and any(
             isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs)
         if needs_grad:
-            run, region.autograd = gm.forward, "eager (inputs require grad: the aten graph runs through torch)"
+            run, region.autograd = self.compile_autograd(gm, example_inputs)
         else:
             run, region.autograd = self.compile(gm, example_inputs), "none needed"
         if region.ambient.autocast:  # casts are already explicit in the graph
@@ -56,6 +56,10 @@ class Backend:
     def compile(self, gm, example_inputs):
         return gm.forward
 
+    def compile_autograd(self, gm, example_inputs):
+        """(callable, how gradients flow) for a region whose inputs require grad."""
+        return gm.forward, "eager: the aten graph runs through torch, which records its backward"
+
 
 class FuseLensBackend(Backend):
     name = "fuselens"
@@ -66,6 +70,22 @@ class FuseLensBackend(Backend):
     def compile(self, gm, example_inputs):
         from ..backend import compile_graph
         return compile_graph(gm, example_inputs)
+
+    def compile_autograd(self, gm, example_inputs):
+        """Forward and backward compiled from the joint graph (AOTAutograd), as one
+        autograd.Function; if that fails, the aten graph runs through torch."""
+        from torch._functorch.aot_autograd import aot_module_simplified, make_boxed_func
+
+        from ..backend import compile_graph, decompositions
+
+        def boxed(g, example):
+            return make_boxed_func(compile_graph(g, example))
+        try:  # traces the joint graph now, on fake copies of the inputs
+            fn = aot_module_simplified(gm, list(example_inputs), fw_compiler=boxed, bw_compiler=boxed,
+                                       decompositions=decompositions())
+            return fn, "compiled forward and backward (joint graph through AOTAutograd)"
+        except Exception as e:  # noqa: BLE001 - any failure: torch runs the graph, gradients still exact
+            return gm.forward, f"eager: AOTAutograd failed ({type(e).__name__}: {str(e)[:80]})"
 
 
 @functools.lru_cache(maxsize=None)
