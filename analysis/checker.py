@@ -807,6 +807,7 @@ class FunctionWalker:
                 self.report("FL105", node, "Boolean-mask indexing of an array traced from a tensor: "
                                            "data-dependent size")
             return K.T_NDARRAY
+        return K.T_UNKNOWN
 
     def check_tensor_index(self, node: ast.Subscript, index: Ty) -> None:
         parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
