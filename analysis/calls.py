@@ -56,6 +56,9 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
         if receiver.kind == K.SHAPE:
             return K.T_SHAPE_INT if func.attr in ("numel", "index", "count") else K.T_UNKNOWN
         if receiver.kind == K.NDARRAY:
+            if func.attr in ("tobytes", "tofile", "dump", "dumps"):
+                walker.report("FL122", node, f"`ndarray.{func.attr}()` is not traced")
+                return K.T_OBJ
             return K.T_NDARRAY
         if receiver.kind == K.SEQ and func.attr in ("append", "extend", "insert"):
             return K.T_NONE
@@ -167,6 +170,9 @@ def builtin_call(walker, node: ast.Call, name: str, args: list[Ty], kwargs: dict
         return K.T_OBJ
     if name == "map":
         return K.seq_of(K.T_UNKNOWN)
+    if name == "hash" and first.is_tensor:
+        walker.report("FL106", node, "hash() of a tensor: tensor identity is not traceable")
+        return K.T_DATA
     if name in BUILTIN_NON_TENSOR:
         return BUILTIN_NON_TENSOR[name]
     return K.T_UNKNOWN

@@ -556,6 +556,8 @@ class FunctionWalker:
     def stmt_With(self, node: ast.With) -> None:
         for item in node.items:
             context = self.expr(item.context_expr)
+            if context.kind == K.OBJ and isinstance(context.ref, str) and context.ref.startswith("threading."):
+                self.report("FL115", item.context_expr, f"`with` on a {context.ref} inside compiled code")
             if item.optional_vars is not None:
                 self.assign(item.optional_vars, K.T_OBJ if context.kind != K.TENSOR else context, node)
         self.block(node.body)
@@ -579,8 +581,12 @@ class FunctionWalker:
     stmt_TryStar = stmt_Try
 
     def stmt_Assert(self, node: ast.Assert) -> None:
-        # Dynamo turns `assert <tensor>` into a runtime assert: no break (measured on 2.13).
-        self.expr(node.test)
+        # Dynamo turns `assert <tensor>` into a runtime assert (no break, measured on 2.13) —
+        # but only with no message or a constant one; a computed message makes it a branch.
+        if node.msg is None or isinstance(node.msg, ast.Constant):
+            self.expr(node.test)
+        else:
+            self.test(node.test, node)
 
     def stmt_Raise(self, node: ast.Raise) -> None:
         return  # the exception path is not traced unless taken
@@ -716,7 +722,7 @@ class FunctionWalker:
                 return K.T_TENSOR
             if callee == "torch.compiler.disable" or callee == "torch._dynamo.disable":
                 return K.T_OBJ
-            if callee.startswith(("torch.optim.", "io.")):
+            if callee.startswith(("torch.optim.", "io.", "threading.")):
                 return Ty(K.OBJ, ref=callee)
         return K.T_UNKNOWN
 
@@ -918,6 +924,9 @@ class FunctionWalker:
 
     def expr_Compare(self, node: ast.Compare) -> Ty:
         types = [self.expr(node.left), *(self.expr(c) for c in node.comparators)]
+        if any(t.ref == "data_ptr" for t in types):
+            self.report("FL106", node, "Comparing data pointers: tensor identity is not traceable")
+            return K.T_DATA
         if any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
             return K.T_BOOL
         if any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
@@ -981,7 +990,8 @@ class FunctionWalker:
         if iterable.kind == K.SEQ:
             return iterable.ref if isinstance(iterable.ref, Ty) else K.T_UNKNOWN
         if iterable.kind == K.TENSOR:
-            return K.T_TENSOR.but(boolean=iterable.boolean, integer=iterable.integer)
+            # Iterating an index tensor (argmax(-1), nonzero...) yields indices, in practice 0-d.
+            return K.T_TENSOR.but(boolean=iterable.boolean, integer=iterable.integer, zero_dim=iterable.integer)
         if iterable.kind == K.SHAPE:
             return K.T_SHAPE_INT
         if iterable.kind == K.MODULE and iterable.ref == "torch.nn.ModuleList":

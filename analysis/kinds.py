@@ -111,7 +111,7 @@ TENSOR_METHODS_NON_TENSOR: dict[str, Ty] = {
     "dim": T_SHAPE_INT, "ndimension": T_SHAPE_INT, "numel": T_SHAPE_INT, "nelement": T_SHAPE_INT,
     "element_size": T_INT, "stride": T_SHAPE, "storage_offset": T_INT, "get_device": T_INT,
     "is_contiguous": T_BOOL, "is_floating_point": T_BOOL, "is_complex": T_BOOL, "is_signed": T_BOOL,
-    "data_ptr": T_INT, "type": T_STR, "numpy": T_NDARRAY, "untyped_storage": T_OBJ,
+    "data_ptr": Ty(INT, ref="data_ptr"), "type": T_STR, "numpy": T_NDARRAY, "untyped_storage": T_OBJ,
     "register_hook": T_OBJ, "__len__": T_SHAPE_INT,
 }
 SEQUENCE_METHODS = {"split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit", "topk", "sort",
@@ -148,7 +148,7 @@ TORCH_NON_TENSOR: dict[str, Ty] = {
     "torch.manual_seed": T_OBJ, "torch.no_grad": T_OBJ, "torch.enable_grad": T_OBJ,
     "torch.inference_mode": T_OBJ, "torch.autocast": T_OBJ, "torch.set_grad_enabled": T_OBJ,
     "torch.get_num_threads": T_INT, "torch.broadcast_shapes": T_SHAPE, "torch.promote_types": T_DTYPE,
-    "torch.result_type": T_DTYPE, "torch.can_cast": T_BOOL, "torch.is_nonzero": T_DATA,
+    "torch.result_type": T_DTYPE, "torch.can_cast": T_BOOL,
     "torch.cuda.synchronize": T_NONE, "torch._assert": T_NONE, "torch._check": T_NONE,
     "torch.sym_int": T_INT, "torch.sym_float": T_NUM, "torch.sym_max": T_INT, "torch.sym_min": T_INT,
 }

@@ -69,6 +69,12 @@ _RULES = [
          "Keep a static shape: `torch.where(mask, x, 0)` instead of `x[mask]`, or set "
          "`torch._dynamo.config.capture_dynamic_output_shape_ops = True`.",
          "GB0036", "Dynamic shape operator"),
+    Rule("FL106", "tensor-identity", GRAPH_BREAK,
+         "Tensor identity used as a value",
+         "Comparing `data_ptr()` results or hashing a tensor asks for run-time identity that a "
+         "traced graph does not have.",
+         "Compare tensors by value (`torch.equal`) outside the compiled region, or pass a flag in.",
+         "GB5976", "Data pointer comparison"),
     Rule("FL110", "print", GRAPH_BREAK,
          "print() in compiled code",
          "Dynamo cannot put I/O in a graph; every `print` splits the graph in two (and inside "
@@ -96,6 +102,11 @@ _RULES = [
          "lazily; the break happens where the string is used.)",
          "Format outside the compiled function.",
          "GB0569", "repr() on tensor"),
+    Rule("FL115", "unsupported-context-manager", GRAPH_BREAK,
+         "Context manager Dynamo cannot trace",
+         "Locks and other non-torch context managers cannot be entered inside a graph.",
+         "Take the lock outside the compiled function.",
+         "GB0142", "Unsupported context manager"),
     Rule("FL120", "deepcopy", GRAPH_BREAK,
          "copy.deepcopy() in compiled code",
          "Dynamo does not trace `copy.deepcopy` of tensors or modules.",
