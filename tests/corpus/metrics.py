@@ -142,11 +142,12 @@ def numpy_confusion(pred, target, classes: int = 3):
 
 
 class RunningMean(nn.Module):
-    """A metric object that keeps its totals as Python numbers."""
+    """A metric object that keeps its running sum as a Python float."""
 
     def __init__(self):
         super().__init__()
-        self.total, self.count = 0.0, 0
+        self.total = 0.0
+        self.register_buffer("count", torch.zeros((), dtype=torch.long))
 
     def forward(self, values):
         self.total += values.sum().item()  # expect: FL102 GB0124; FL302

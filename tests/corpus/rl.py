@@ -72,7 +72,7 @@ def discounted_returns(rewards, gamma: float = 0.99):
 def discounted_returns_tensor(rewards, dones, gamma: float = 0.99):
     out = torch.zeros_like(rewards)
     running = torch.zeros(())
-    for t in range(rewards.shape[0] - 1, -1, -1):
+    for t in range(rewards.shape[0] - 1, -1, -1):  # expect: FL301
         running = rewards[t] + gamma * running * (1 - dones[t])
         out[t] = running
     return out
@@ -83,7 +83,7 @@ def gae(rewards, values, dones, gamma: float = 0.99, lam: float = 0.95):
     T = rewards.shape[0]
     adv = torch.zeros_like(rewards)
     last = torch.zeros(())
-    for t in reversed(range(T)):
+    for t in reversed(range(T)):  # expect: FL301
         next_value = values[t + 1] if t + 1 < T else torch.zeros(())
         delta = rewards[t] + gamma * next_value * (1 - dones[t]) - values[t]
         last = delta + gamma * lam * (1 - dones[t]) * last
@@ -182,8 +182,10 @@ CASES = {
     "EpsilonGreedy": lambda: (EpsilonGreedy(eps=0.9), (torch.randn(4, 6),)),
     "TensorEpsilonGreedy": lambda: (TensorEpsilonGreedy(), (torch.randn(4, 6),)),
     "discounted_returns": lambda: (discounted_returns, (torch.rand(5),)),
-    "discounted_returns_tensor": lambda: (discounted_returns_tensor, (torch.rand(5), torch.tensor([0.0, 0, 1, 0, 0]))),
-    "gae": lambda: (gae, (torch.rand(5), torch.rand(5), torch.tensor([0.0, 0, 1, 0, 0]))),
+    "discounted_returns_tensor": lambda: (
+        discounted_returns_tensor, (torch.rand(5), torch.tensor([0.0, 0, 1, 0, 0])), (torch.rand(7), torch.zeros(7))),
+    "gae": lambda: (
+        gae, (torch.rand(5), torch.rand(5), torch.tensor([0.0, 0, 1, 0, 0])), (torch.rand(7), torch.rand(7), torch.zeros(7))),
     "ppo_loss": lambda: (ppo_loss, (torch.randn(8), torch.randn(8), torch.randn(8))),
     "ppo_loss_with_early_stop": lambda: (ppo_loss_with_early_stop, (torch.randn(8), torch.randn(8), torch.randn(8))),
     "td_target": lambda: (td_target, (torch.rand(4), torch.randn(4, 3), torch.tensor([False, True, False, False]))),
