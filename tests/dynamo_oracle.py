@@ -29,21 +29,27 @@ graph-break  Each case is compiled (backend returns gm.forward) and called once;
              (`torch._dynamo.explain` misses breaks that have an empty graph before them.)
 recompile    Each case is called a second time with the same args: a recompile there is state
              the compiled code mutated (FL302), reported where the guarded attribute/global is
-             assigned. A case with args2 is compiled again with dynamic=True and called with
-             args then args2; if a size guard fails, FL301 is the line after which eager runs
-             with args and with args2 first go different ways (the branch args2 decides
-             otherwise), unless Dynamo breaks there. One shape branch per case, and not in a
-             root that also mutates state: Dynamo reports only the first failing guard. Give args distinct sizes per dimension: duck sizing
-             otherwise turns equal sizes into equality guards.
-             Guards on `___stackN` (a Python number produced by a graph break, e.g. `.item()`,
-             and used after it, is a constant of the resume function) are not judged: they
+             stored to (Dynamo names the line that read it). A case with args2 is compiled again
+             with dynamic=True and called with args then args2; if a size guard fails, FL301 is
+             the line after which eager runs with args and with args2 first go different ways
+             (the branch or loop args2 decides otherwise), unless Dynamo breaks there.
+             Dynamo reports only the first failing guard, so: one shape branch per case, no
+             FL301 case in a root that also mutates state, one mutated Python attribute per
+             root. Give args distinct sizes per dimension (duck sizing turns equal sizes into
+             equality guards) and avoid sizes 0/1 (always specialised).
+             Guards on `___stackN` values (a Python value made by a graph break, e.g. `.item()`,
+             and used after it is a constant of the resume function) are not judged: they
              follow from the annotated break.
 trace-unsafe Each TRACED root is run through torch.jit.trace (check_trace=False). A TracerWarning
-             (attributed to the innermost fixture frame) on a line where Dynamo also breaks is
-             value-dependent: FL201 for a bool conversion, FL202 for number/list/index; on a
-             line Dynamo traces fine it is shape-dependent: FL203. print/logging/warnings/stream
-             writes made while tracing (sys.setprofile) are dropped from the trace: FL204.
-             The torch.tensor(<constants>) warning is ignored (harmless for constants).
+             (attributed to the innermost fixture frame) is classified by what Dynamo does on
+             the same line: a data-dependent branch (GB0170) -> FL201, a host conversion
+             (GB0124/GB0033/GB0109) -> FL202, no break (the tracer saw a size) -> FL203;
+             anything else is an error. print/logging/warnings.warn/stream writes made while
+             tracing (sys.setprofile) are dropped from the trace: FL204 (other Python side
+             effects are not detected: keep them out of trace roots). The torch.tensor(<consts>)
+             warning is ignored. torch.export roots are recognised in the source, but their
+             truth is still measured with torch.jit.trace (export aborts at the first problem and
+             keeps `.item()` as an unbacked symbol rather than baking it).
 
 Consistency checks (errors): every torch.compile'd function and every nn.Module subclass of the
 fixture is exercised by some case; every TRACED root appears in a trace/export call; every case

@@ -167,7 +167,7 @@ def entropy_bonus(logits, coef: float = 0.01):
 
 @torch.compile
 def masked_actions(logits, legal):
-    return logits.masked_fill(~legal, float("-inf")).softmax(-1)
+    return F.softmax(logits.masked_fill(~legal, float("-inf")), dim=-1)
 
 
 @torch.compile
