@@ -212,11 +212,17 @@ def root_parameters(function: FunctionInfo) -> tuple:
     names = [arg.arg for arg in [*args, *node.args.kwonlyargs]]
     guessed = {name for name, ty in zip(names, params) if ty.kind in (K.NUM, K.UNKNOWN)}
     if guessed:
-        used = _used_as_tensors(node, guessed)
+        key = (_segment_key(function), frozenset(guessed))
+        used = _usage_cache.get(key)
+        if used is None:
+            if len(_usage_cache) > 20000:
+                _usage_cache.clear()
+            used = _usage_cache[key] = _used_as_tensors(node, guessed)
         params = [K.T_TENSOR if name in used else ty for name, ty in zip(names, params)]
     return tuple(params)
 
 
+_usage_cache: dict = {}
 _TENSOR_ONLY_ATTRS = {"shape", "dtype", "device", "ndim", "size", "dim", "item", "tolist", "numel", "view",
                       "reshape", "sum", "mean", "max", "min", "float", "long", "to", "unsqueeze", "squeeze",
                       "transpose", "permute", "contiguous", "softmax", "exp", "log", "abs", "clamp", "norm",

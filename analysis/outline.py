@@ -67,6 +67,18 @@ def header_end(text: str, start: int) -> int:
     return -1
 
 
+_cache: dict[str, Outline] = {}
+
+
+def cached_outline(text: str) -> Outline:
+    result = _cache.get(text)
+    if result is None:
+        if len(_cache) > 20000:
+            _cache.clear()
+        result = _cache[text] = outline(text)
+    return result
+
+
 def outline(text: str) -> Outline:
     stripped = text.lstrip()
     decorated = stripped.startswith("@")
@@ -170,6 +182,7 @@ def _lines_inside_strings(text: str) -> set[int]:
     if '"""' not in text and "'''" not in text:
         return inside
     position = 0
+    line = 0  # newlines before `position`, counted incrementally (a file has many docstrings)
     while True:
         match = _TRIPLE.search(text, position)
         if not match:
@@ -177,7 +190,8 @@ def _lines_inside_strings(text: str) -> set[int]:
         close = text.find(match.group(1), match.end())
         if close < 0:
             close = len(text)
-        first = text.count("\n", 0, match.start())
-        last = text.count("\n", 0, close)
+        first = line + text.count("\n", position, match.start())
+        last = first + text.count("\n", match.start(), close)
         inside.update(range(first + 1, last + 1))
-        position = close + 3
+        position = min(close + 3, len(text))
+        line = last + text.count("\n", close, position)

@@ -88,9 +88,9 @@ class Block:
     @property
     def outline(self):
         if self._outline is None:
-            from .outline import outline
+            from .outline import cached_outline
 
-            self._outline = outline(self.text)
+            self._outline = cached_outline(self.text)
         return self._outline
 
     def function_node(self):
@@ -185,7 +185,7 @@ def parse_blocks(text: str, lazy: bool = False) -> list[Block]:
         chunk = text[start:end]
         if lazy:
             block = Block(chunk, first_line)
-            if block.outline.kind != "other" and _join_extent(text, raw, index) == index:
+            if block.outline.kind != "other" and _closes_within(chunk):
                 blocks.append(block)
                 index += 1
                 continue
@@ -214,6 +214,22 @@ _STRING_REST = {
     '"': re.compile(r'[^"\\\r\n]*(?:\\(?:\r\n|.)[^"\\\r\n]*)*"', re.S),
     "'": re.compile(r"[^'\\\r\n]*(?:\\(?:\r\n|.)[^'\\\r\n]*)*'", re.S),
 }
+
+
+_closes_cache: dict[str, bool] = {}
+
+
+def _closes_within(chunk: str) -> bool:
+    """No string or bracket opened in `chunk` is still open at its end (cached by text):
+    then it needs no joining and can wait to be parsed."""
+    result = _closes_cache.get(chunk)
+    if result is None:
+        # A trailing backslash continues into the next block, even inside a string.
+        result = _join_extent(chunk, [(1, 0, len(chunk))], 0) == 0 and not chunk.rstrip().endswith("\\")
+        if len(_closes_cache) > _PARSE_CACHE_LIMIT:
+            _closes_cache.clear()
+        _closes_cache[chunk] = result
+    return result
 
 
 def _join_extent(text: str, raw: list[tuple[int, int, int]], index: int) -> int | None:
