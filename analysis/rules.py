@@ -7,13 +7,16 @@ was checked against what real Dynamo logs for the construct (tests/corpus).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 GRAPH_BREAK = "graph-break"
 TRACE_UNSAFE = "trace-unsafe"
 RECOMPILE = "recompile"
 PERF = "perf"
 
-DOCS_URL = "https://github.com/fuselens/fuselens/blob/main/docs/rules.md#"
+# The rule reference ships with the repository (docs/rules.md, generated from this table).
+_DOCS = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
+DOCS_URL = _DOCS.as_uri() + "#"
 
 
 @dataclass(frozen=True)
