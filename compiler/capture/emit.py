@@ -184,6 +184,13 @@ class EmitMixin:
         text = self.render_stmt(node, frame)
         if result_var is not None:
             text = f"{frame.var(result_var)} = {text}"
+        unbound = sorted(frame.var(n) for n in reads if n not in frame.env)
+        if unbound:  # reading them raises UnboundLocalError, as in the original function
+            stale = [v for v in unbound if v in self.prog.rt]
+            text = (f"del {', '.join(stale)}\n" if stale else "") + \
+                "".join(f"if False:\n    {v} = None\n" for v in unbound if v not in stale) + text
+            for v in stale:
+                self.prog.forget(v)
         self.record_break(brk, stmt, frame)
         containers = {id(c): c for n in reads if n in frame.env for c in _containers(frame.env[n])}
         self.emit_line("stmt", text, self.break_comment(brk, stmt, frame))

@@ -524,7 +524,12 @@ class Capture(ExprMixin, CallMixin, EmitMixin):
         if call.target == "return":
             return self.do_return(call.frame, value, nested)
         if call.target != "expr":
-            self.assign_target(call.target, value, call.frame)
+            try:
+                self.assign_target(call.target, value, call.frame)
+            except Exception:
+                if not nested:
+                    self.flush()  # eager ran everything before the failing assignment
+                raise
         return None
 
     def unwind_loop(self, frame, exit_loop):
@@ -551,7 +556,14 @@ class Capture(ExprMixin, CallMixin, EmitMixin):
         if entry.items is not None:
             if entry.items:
                 item = entry.items.pop(0)
-                self.assign_target(node.target, item, frame)
+                try:
+                    self.assign_target(node.target, item, frame)
+                except Break:
+                    raise CaptureError(f"line {node.lineno}: loop target cannot be assigned in the trace") from None
+                except Exception:
+                    if not nested:
+                        self.flush()  # eager ran everything before the failing assignment
+                    raise
                 self.cont.append(Block(frame, node.body))
             else:
                 self.cont.pop()
@@ -570,6 +582,10 @@ class Capture(ExprMixin, CallMixin, EmitMixin):
             if nested:
                 raise
             test, dynamic, go = b, True, True
+        except Exception as e:  # noqa: BLE001 - Python raises here: evaluate the test in Python
+            if nested:
+                raise Break(f"raises {type(e).__name__}", None, node.test) from None
+            test, dynamic, go = Break(f"raises {type(e).__name__}: {e}", None, node.test), True, True
         finally:
             self.tx = None
         if not dynamic:

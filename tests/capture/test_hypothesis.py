@@ -1,0 +1,103 @@
+"""Random programs over a small grammar (tensor ops, Python- and tensor-dependent branches, loops,
+prints, .item(), in-place ops, data-dependent while loops), compiled vs eager on inputs that flip
+the data-dependent branches and change the Python values."""
+import os
+
+import torch
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from .generated import make_function
+from .harness import check
+
+UNARY = ["torch.sin({})", "torch.relu({})", "{}.abs()", "torch.tanh({})", "F.gelu({})", "{}.exp().clamp(max=5)",
+         "torch.sigmoid({})", "-{}", "{}.flip(0)", "F.softmax({}, -1)"]
+BINARY = ["{} + {}", "{} - {}", "{} * {}", "torch.maximum({}, {})", "torch.where({0} > {1}, {0}, {1})"]
+
+
+@st.composite
+def programs(draw):
+    tensors = ["x", "y"]
+    counter = [0]
+    lines = ["def prog(x, y, n, flag):"]
+
+    def fresh():
+        counter[0] += 1
+        return f"t{counter[0]}"
+
+    def pick():
+        return draw(st.sampled_from(tensors))
+
+    def block(indent, depth, budget):
+        pad = "    " * indent
+        for _ in range(draw(st.integers(1, budget))):
+            kind = draw(st.sampled_from(
+                ["unary", "binary", "reduce", "pyif", "flagif", "ddif", "loop", "print", "item", "inplace",
+                 "while", "view"] if depth < 2 else ["unary", "binary", "reduce", "print", "item", "inplace"]))
+            if kind == "unary":
+                v = fresh()
+                lines.append(f"{pad}{v} = {draw(st.sampled_from(UNARY)).format(pick())}")
+                tensors.append(v)
+            elif kind == "binary":
+                v = fresh()
+                lines.append(f"{pad}{v} = {draw(st.sampled_from(BINARY)).format(pick(), pick())}")
+                tensors.append(v)
+            elif kind == "reduce":
+                v = fresh()
+                lines.append(f"{pad}{v} = {pick()}.sum(-1, keepdim=True) * {pick()}")
+                tensors.append(v)
+            elif kind in ("pyif", "flagif", "ddif"):
+                cond = {"pyif": f"n > {draw(st.integers(0, 3))}", "flagif": "flag",
+                        "ddif": f"{pick()}.sum() > 0"}[kind]
+                target = pick()
+                lines.append(f"{pad}if {cond}:")
+                lines.append(f"{pad}    {target} = {target} * 2")
+                block(indent + 1, depth + 1, 2)
+                lines.append(f"{pad}else:")
+                lines.append(f"{pad}    {target} = {target} - 1")
+            elif kind == "loop":
+                target = pick()
+                lines.append(f"{pad}for i in range(n):")
+                lines.append(f"{pad}    {target} = {target} * 0.5 + i")
+                block(indent + 1, depth + 1, 2)
+            elif kind == "print":
+                lines.append(f"{pad}print('p', {pick()}.shape, n)")
+            elif kind == "item":
+                v = fresh()
+                lines.append(f"{pad}s = float({pick()}.mean())")
+                lines.append(f"{pad}{v} = {pick()} * s")
+                tensors.append(v)
+            elif kind == "inplace":
+                lines.append(f"{pad}{pick()}.add_(1)")
+            elif kind == "while":
+                target = pick()
+                lines.append(f"{pad}c = 0")
+                lines.append(f"{pad}while {target}.abs().sum() > 1 and c < 3:")
+                lines.append(f"{pad}    {target} = {target} * 0.5")
+                lines.append(f"{pad}    c += 1")
+            elif kind == "view":
+                v = fresh()
+                lines.append(f"{pad}{v} = {pick()}[0:2]")
+                lines.append(f"{pad}{v}.mul_(2)")
+                tensors.append(v)
+
+    block(1, 0, 6)
+    lines.append(f"    return {pick()}, {pick()}, n")
+    return "\n".join(lines) + "\n"
+
+
+X = torch.randn(4, 5, generator=torch.Generator().manual_seed(3))
+Y = torch.randn(4, 5, generator=torch.Generator().manual_seed(4))
+
+
+# FL_HYP_N=1000 FL_HYP_RANDOM=1 explores more (and differently) than the default run.
+@settings(max_examples=int(os.environ.get("FL_HYP_N", 120)), deadline=None,
+          derandomize=not os.environ.get("FL_HYP_RANDOM"), suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(programs())
+def test_random_program(src):
+    fn = make_function(src, "prog")
+    calls = [((X, Y, 2, True), {}), ((-X, Y, 2, True), {}), ((X * 0.1, -Y, 0, False), {}),
+             ((X, Y, 3, True), {}), ((-X, Y, 2, True), {})]
+    try:
+        check(fn, calls)
+    except AssertionError as e:
+        raise AssertionError(f"{e}\nprogram:\n{src}") from None
