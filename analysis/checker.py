@@ -333,6 +333,7 @@ class FunctionWalker:
         self.unresumable_depth = 0
         self.dead = False
         self.dead_after_this = False
+        self.resume_pending = False
         self.quiet = 0  # > 0 inside code Dynamo traces only on unusual paths (except handlers)
         self._seen: set = set()
         self.current_statement: ast.stmt | None = None
@@ -382,8 +383,8 @@ class FunctionWalker:
         self.result.findings.append((code, span, message, fix if self.mode == COMPILE else None))
         if self.dead_after_this:
             self.die(node)
-        elif rule.category == GRAPH_BREAK and self.mode == COMPILE and not self.resume_is_traced():
-            self.dead = True  # the resumed frame holds no tensor: Dynamo leaves it to Python
+        elif rule.category == GRAPH_BREAK and self.mode == COMPILE:
+            self.resume_pending = True
 
     def die(self, node: ast.AST) -> None:
         self.dead = True
@@ -428,6 +429,10 @@ class FunctionWalker:
             self.position.append((statements, index))
             try:
                 self.statement(statement)
+                if self.resume_pending:  # decided once the statement that broke has finished
+                    self.resume_pending = False
+                    if not self.dead and not self.resume_is_traced():
+                        self.dead = True  # the resumed frame holds no tensor: left to Python
             finally:
                 self.position.pop()
 
@@ -1034,8 +1039,8 @@ class FunctionWalker:
             self.frame_breaks()  # inlining stops at the callee's break: the break is at this call
             if self.dead_after_this:
                 self.die(node)
-            elif not self.resume_is_traced():
-                self.dead = True
+            else:
+                self.resume_pending = True
         if returns.kind == K.UNKNOWN and callee.name == "forward":
             return K.T_TENSOR
         return returns
