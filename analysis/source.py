@@ -377,6 +377,13 @@ def block_problems(path: str, blocks: list[Block]) -> list[SourceProblem]:
             continue
         for line, message in block.problems:
             file_line = line + block.first_line - 1
+            message = _file_lines(message, block.first_line)
             result.append(SourceProblem(path, f"{message} (line {file_line}); the rest of the file is "
                                               f"still analysed", Span(file_line, 0, file_line, 0)))
     return result
+
+
+def _file_lines(message: str, first_line: int) -> str:
+    """Python's messages name lines of the parsed block ("expected an indented block after
+    'if' statement on line 3", "detected at line 16"); make them lines of the file."""
+    return re.sub(r"\bline (\d+)", lambda m: f"line {int(m.group(1)) + first_line - 1}", message)

@@ -18,8 +18,11 @@ from __future__ import annotations
 import argparse
 import ast
 import cProfile
+import gc
+import importlib
 import io
 import os
+import pkgutil
 import pstats
 import random
 import statistics
@@ -28,7 +31,7 @@ import time
 
 import fuselens.analysis as analysis_package
 from fuselens.analysis import Workspace, analyze_source
-from fuselens.analysis import checker, source
+from fuselens.analysis import checker
 
 PATH = "<bench>/model.py"  # not on disk: nothing else is read
 TARGET_FULL_MS, TARGET_INCREMENTAL_MS = 30.0, 5.0
@@ -289,9 +292,20 @@ def generate(lines: int = 5000, seed: int = 1234) -> str:
     return "".join(parts)
 
 
+def _module_caches() -> list[dict]:
+    """Every module-level `_..._cache` dict of the analyzer (parse, class attributes, ...),
+    found by name so that a cache added later is cleared too."""
+    caches = []
+    for info in pkgutil.iter_modules(analysis_package.__path__):
+        module = importlib.import_module(f"{analysis_package.__name__}.{info.name}")
+        caches += [value for name, value in vars(module).items()
+                   if name.startswith("_") and name.endswith("_cache") and isinstance(value, dict)]
+    return caches
+
+
 def _clear_module_caches() -> None:
-    source._parse_cache.clear()
-    checker._class_attr_cache.clear()
+    for cache in _module_caches():
+        cache.clear()
 
 
 def measure_full(text: str, runs: int) -> list[float]:
@@ -373,10 +387,11 @@ def profile(label: str, function, *args) -> None:
     profiler.enable()
     function(*args)
     profiler.disable()
-    stream = io.StringIO()
-    pstats.Stats(profiler, stream=stream).sort_stats("cumulative").print_stats(15)
-    print(f"\n--- profile: {label} (top 15 by cumulative time) ---")
-    print("\n".join(line for line in stream.getvalue().splitlines()[4:] if line.strip()))
+    for order, count in (("cumulative", 15), ("tottime", 10)):
+        stream = io.StringIO()
+        pstats.Stats(profiler, stream=stream).sort_stats(order).print_stats(count)
+        print(f"\n--- profile: {label} (top {count} by {order}) ---")
+        print("\n".join(line for line in stream.getvalue().splitlines()[4:] if line.strip()))
 
 
 def summary(times: list[float]) -> str:
@@ -392,7 +407,11 @@ def main(argv=None) -> int:
     parser.add_argument("--edits", type=int, default=200, help="one-line edits, re-analysed one by one")
     parser.add_argument("--profile", action="store_true", help="print cProfile summaries of both")
     parser.add_argument("--write", metavar="PATH", help="also save the generated file here")
+    parser.add_argument("--no-gc", action="store_true",
+                        help="disable Python's cyclic GC while measuring (shows what its pauses cost)")
     args = parser.parse_args(argv)
+    if args.no_gc:
+        gc.disable()
     text = generate(args.lines)
     if args.write:
         with open(args.write, "w", encoding="utf-8") as handle:
@@ -404,7 +423,8 @@ def main(argv=None) -> int:
     full = measure_full(text, args.runs)
     incremental, findings = measure_incremental(text, args.edits)
     init_edits, _ = measure_incremental(text, max(10, args.edits // 4), init=True)
-    print(f"analyzer: {analysis_package.__file__}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(f"analyzer: {analysis_package.__file__} ({len(_module_caches())} module caches cleared per cold run); "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; gc {'off' if args.no_gc else 'on'}")
     print(f"model file: {text.count(chr(10))} lines, {classes} classes, {functions} top-level functions, "
           f"{findings} findings")
     full_median, incremental_median = statistics.median(full), statistics.median(incremental)
