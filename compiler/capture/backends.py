@@ -9,12 +9,13 @@ from __future__ import annotations
 import functools
 
 import torch
-import torch.fx as fx
 
 from .tensors import decomposition_table, without_random
 
 
 class Backend:
+    """`eager`: regions replay their torch-level calls (exactly eager semantics)."""
+
     name = "eager"
 
     @staticmethod
@@ -23,57 +24,66 @@ class Backend:
             return spec
         if spec in (None, "eager"):
             return Backend()
+        if spec == "aten":
+            return AtenBackend()
         if spec == "fuselens":
             return FuseLensBackend()
         if callable(spec):
             return CallableBackend(spec)
-        raise ValueError(f"unknown backend {spec!r} (use 'eager', 'fuselens' or a callable)")
+        raise ValueError(f"unknown backend {spec!r} (use 'eager', 'aten', 'fuselens' or a callable)")
 
     def decompositions(self):
         return decomposition_table()
 
     def compile_region(self, region, example_inputs):
-        root = torch.nn.Module()
-        for name, value in region.constants.items():
-            setattr(root, name, value)
-        gm = fx.GraphModule(root, region.graph)
-        region.gm = gm
+        region.tgm = region.torch_runner()
         needs_grad = region.ambient.grad and any(
             isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs)
         if needs_grad:
-            run, region.autograd = self.compile_autograd(gm, example_inputs)
+            region.run, region.autograd = self.compile_autograd(region, example_inputs)
         else:
-            run, region.autograd = self.compile(gm, example_inputs), "none needed"
-        if region.ambient.autocast:  # casts are already explicit in the graph
-            devices = [d for d, _, _ in region.ambient.autocast]
-            inner = run
+            region.run = self.compile(region, example_inputs)
 
-            def run(*args):
-                with _autocast_off(devices):
-                    return inner(*args)
-        region.run = run
+    def compile(self, region, example_inputs):
+        return region.tgm
 
-    def compile(self, gm, example_inputs):
+    def compile_autograd(self, region, example_inputs):
+        """(callable, how gradients flow) for a region whose inputs require grad."""
+        return region.tgm, "eager: the torch-level calls replay and autograd records them"
+
+
+class _AtenGraphBackend(Backend):
+    """Back ends that run the aten graph; it has autocast's casts in it already."""
+
+    def compile(self, region, example_inputs):
+        return _without_autocast(region, self.compile_aten(region.gm, example_inputs))
+
+    def compile_aten(self, gm, example_inputs):
+        raise NotImplementedError
+
+
+class AtenBackend(_AtenGraphBackend):
+    """`aten`: the recorded aten graph runs through torch (checks what compiled back ends get)."""
+
+    name = "aten"
+
+    def compile_aten(self, gm, example_inputs):
         return gm.forward
 
-    def compile_autograd(self, gm, example_inputs):
-        """(callable, how gradients flow) for a region whose inputs require grad."""
-        return gm.forward, "eager: the aten graph runs through torch, which records its backward"
 
-
-class FuseLensBackend(Backend):
+class FuseLensBackend(_AtenGraphBackend):
     name = "fuselens"
 
     def decompositions(self):
         return _fuselens_decompositions()
 
-    def compile(self, gm, example_inputs):
+    def compile_aten(self, gm, example_inputs):
         from ..backend import compile_graph
         return compile_graph(gm, example_inputs)
 
-    def compile_autograd(self, gm, example_inputs):
+    def compile_autograd(self, region, example_inputs):
         """Forward and backward compiled from the joint graph (AOTAutograd), as one
-        autograd.Function; if that fails, the aten graph runs through torch."""
+        autograd.Function; if that fails, the torch-level calls replay."""
         from torch._functorch.aot_autograd import aot_module_simplified, make_boxed_func
 
         from ..backend import compile_graph, decompositions
@@ -81,11 +91,12 @@ class FuseLensBackend(Backend):
         def boxed(g, example):
             return make_boxed_func(compile_graph(g, example))
         try:  # traces the joint graph now, on fake copies of the inputs
-            fn = aot_module_simplified(gm, list(example_inputs), fw_compiler=boxed, bw_compiler=boxed,
+            fn = aot_module_simplified(region.gm, list(example_inputs), fw_compiler=boxed, bw_compiler=boxed,
                                        decompositions=decompositions())
-            return fn, "compiled forward and backward (joint graph through AOTAutograd)"
-        except Exception as e:  # noqa: BLE001 - any failure: torch runs the graph, gradients still exact
-            return gm.forward, f"eager: AOTAutograd failed ({type(e).__name__}: {str(e)[:80]})"
+            return _without_autocast(region, fn), "compiled forward and backward (joint graph through AOTAutograd)"
+        except Exception as e:  # noqa: BLE001 - any failure: torch replays the calls, gradients exact
+            run, _ = super().compile_autograd(region, example_inputs)
+            return run, f"eager: AOTAutograd failed ({type(e).__name__}: {str(e)[:80]})"
 
 
 @functools.lru_cache(maxsize=None)
@@ -94,23 +105,27 @@ def _fuselens_decompositions():
     return without_random(decompositions())
 
 
-class CallableBackend(Backend):
+class CallableBackend(_AtenGraphBackend):
     def __init__(self, fn):
         self.fn = fn
         self.name = getattr(fn, "__name__", "custom")
 
-    def compile(self, gm, example_inputs):
+    def compile_aten(self, gm, example_inputs):
         return self.fn(gm, example_inputs)
 
 
-class _autocast_off:
-    def __init__(self, devices):
-        self.ctxs = [torch.autocast(d, enabled=False) for d in devices]
+def _without_autocast(region, run):
+    if not region.ambient.autocast:
+        return run
+    devices = [d for d, _, _ in region.ambient.autocast]
 
-    def __enter__(self):
-        for c in self.ctxs:
+    def call(*args):
+        ctxs = [torch.autocast(d, enabled=False) for d in devices]
+        for c in ctxs:
             c.__enter__()
-
-    def __exit__(self, *exc):
-        for c in reversed(self.ctxs):
-            c.__exit__(*exc)
+        try:
+            return run(*args)
+        finally:
+            for c in reversed(ctxs):
+                c.__exit__(None, None, None)
+    return call

@@ -27,7 +27,7 @@ class EmitMixin:
     # -- regions --
     def open_region(self):
         if self.region is None:
-            from .tensors import Region
+            from .region import Region
             self.region = Region(len(self.regions), self.ambient)
             if self.state_dirty:
                 self.guards_now().state()
@@ -42,12 +42,9 @@ class EmitMixin:
         self.region = None
         live = self.live_values(keep)
         outs = [tv for tv in r.created.values() if id(tv) in live]
-        effects = any(n.op == "call_function" and _impure(n) for n in r.graph.nodes)
-        if not outs and not effects:
+        if not outs and not r.has_effects():
             return
-        r.outputs = outs
-        out_node = r.graph.output(tuple(r.node_of[id(tv.fake)] for tv in outs))
-        _dce(r.graph, out_node)
+        r.finish(outs)
         self.regions.append(r)
         names = [self.out_name(tv, live) for tv in outs]
         out_ids = {id(tv) for tv in outs}
@@ -203,8 +200,15 @@ class EmitMixin:
                 frame.env[n] = self.import_result(rt[var], var, n)
             else:
                 frame.env.pop(n, None)
-        self.replace_containers(containers)
-        self.new_epoch(pure=(brk.rule in PURE_RULES))
+        pure = brk.rule in PURE_RULES
+        if pure:  # the statement only read them: keep interpreting the containers (their copies
+            for c in containers.values():  # in the program are stale once they change)
+                var = self.prog.home.get(id(c))
+                if var is not None:
+                    self.prog.forget(var)
+        else:
+            self.replace_containers(containers)
+        self.new_epoch(pure)
 
     def import_result(self, value, var, label):
         if isinstance(value, torch.Tensor):
@@ -387,19 +391,4 @@ def _containers(value, closures=False):
     return out
 
 
-def _impure(node) -> bool:
-    t = node.target
-    schema = getattr(t, "_schema", None)
-    if schema is not None and schema.is_mutable:
-        return True
-    return hasattr(t, "tags") and torch.Tag.nondeterministic_seeded in t.tags
-
-
-def _dce(graph, out_node):
-    for node in reversed(list(graph.nodes)):
-        if node is out_node or node.op in ("placeholder", "output") or node.users:
-            continue
-        if node.op == "call_function" and _impure(node):
-            continue
-        graph.erase_node(node)
 

@@ -14,7 +14,7 @@ from .emit import CaptureError, EmitMixin
 from .frames import Block, Call, Loop, With
 from .guards import GuardSet, constant_like
 from .interp import LIBRARY_MODULES, ExprMixin
-from .program import Jump, Program
+from .program import Jump, Program, Raised
 from .tensors import Tracer
 from .values import INPLACE_BINOPS, Break, Closure, Ext, TVar, VarSource
 
@@ -214,7 +214,7 @@ class Capture(ExprMixin, CallMixin, EmitMixin):
     def begin(self, frame):
         r = self.region
         return {"env": dict(frame.env), "frame": frame, "saved": {}, "region": r,
-                "log": r.log_mark() if r else None, "cont": len(self.cont),
+                "log": r.log_mark() if r else None, "cont": list(self.cont), "depth": self.depth,
                 "guards": (self.entry, self.entry.mark(), self.pending, self.pending.mark()), "sources": []}
 
     def rollback(self, tx):
@@ -232,7 +232,8 @@ class Capture(ExprMixin, CallMixin, EmitMixin):
                 r.rollback(tx["log"])
             else:  # the region was opened by this statement
                 self.region = None
-        del self.cont[tx["cont"]:]
+        self.cont[:] = tx["cont"]  # a `return` may have unwound entries before breaking
+        self.depth = tx["depth"]
         for key in tx["sources"]:
             del self.sources[key]
         entry, emark, pending, pmark = tx["guards"]
@@ -280,9 +281,12 @@ class Capture(ExprMixin, CallMixin, EmitMixin):
         if nested:
             try:
                 return handler(self, stmt, frame, nested)
-            except Break:
+            except Break as b:
+                if b.info is None:  # the break happened in this (inlined) function
+                    b.node = b.node if b.node is not None else stmt
+                    b.info = frame.info
                 raise
-            except CaptureError:
+            except (CaptureError, Raised):
                 raise
             except Exception as e:  # noqa: BLE001 - Python raises here; the outer statement runs in Python
                 raise Break(f"raises {type(e).__name__}", None, stmt) from None
@@ -294,7 +298,7 @@ class Capture(ExprMixin, CallMixin, EmitMixin):
             self.rollback(tx)
             self.tx = None
             return self.on_break(stmt, frame, b)
-        except CaptureError:
+        except (CaptureError, Raised):
             raise
         except Exception as e:  # noqa: BLE001 - Python raises here: run the statement in Python
             self.rollback(tx)
@@ -675,11 +679,12 @@ class Capture(ExprMixin, CallMixin, EmitMixin):
     # -- breaks --
     def record_break(self, brk, stmt, frame):
         node = brk.node if brk.node is not None else stmt
+        info = brk.info or frame.info
         line = getattr(node, "lineno", stmt.lineno)
         self.last_break_line = line
-        self.breaks.append(BreakInfo(frame.info.filename, line, getattr(node, "col_offset", 0),
+        self.breaks.append(BreakInfo(info.filename, line, getattr(node, "col_offset", 0),
                                      getattr(node, "end_lineno", line), getattr(node, "end_col_offset", 0),
-                                     brk.reason, brk.rule, frame.info.qualname, frame.info.source_line(line)))
+                                     brk.reason, brk.rule, info.qualname, info.source_line(line)))
 
     def break_comment(self, brk, stmt, frame):
         where = "" if frame.prefix == "" else f" in {frame.info.qualname}"

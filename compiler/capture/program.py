@@ -31,6 +31,14 @@ def _jump(point, args):
     return Jump(point, args)
 
 
+class Raised(Exception):
+    """The program raised while it ran during capture: the user's exception, to re-raise as is."""
+
+    def __init__(self, error):
+        super().__init__(str(error))
+        self.error = error
+
+
 class Line:
     """One emitted statement (possibly several physical lines) with its ambient state."""
 
@@ -166,8 +174,11 @@ class Program:
         ns: dict = {}
         exec(compile(src, "<fuselens capture>", "exec"), self.user_globals, ns)
         args = [self.rt[n] if n in self.rt else self.consts[n] for n in params]
-        with ambient.apply():
-            value, local = ns["__fl_step"](*args)
+        try:
+            with ambient.apply():
+                value, local = ns["__fl_step"](*args)
+        except Exception as e:  # noqa: BLE001 - not ours to handle: eager raises it here too
+            raise Raised(e) from None
         for n in outs:
             if n in local:
                 self.rt[n] = local[n]

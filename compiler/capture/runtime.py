@@ -9,7 +9,7 @@ import warnings
 from .ambient import Ambient
 from .backends import Backend
 from .frames import func_info
-from .program import Jump
+from .program import Jump, Raised
 
 CACHE_LIMIT = 8
 
@@ -122,7 +122,10 @@ class CompiledFunction:
             if found:
                 raise FullGraphError(found)
         cap = Capture(self, point, args)
-        result = cap.run()
+        try:
+            result = cap.run()
+        except Raised as r:
+            raise r.error.with_traceback(r.error.__traceback__) from None
         self._register(point, cap)
         if type(result) is Jump:
             return result
@@ -141,7 +144,10 @@ class CompiledFunction:
             return self.binder.call(self.fn, call)
         from .machine import Capture
         cap = Capture(self, point, args)  # captured and run, never cached
-        result = cap.run()
+        try:
+            result = cap.run()
+        except Raised as r:
+            raise r.error.with_traceback(r.error.__traceback__) from None
         return result if type(result) is Jump else result[1]
 
     def _register(self, point, cap):

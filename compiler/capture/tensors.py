@@ -12,7 +12,6 @@ import logging
 import types
 
 import torch
-import torch.fx as fx
 from torch._subclasses.fake_tensor import (DataDependentOutputException, DynamicOutputShapeException,
                                            FakeTensor, FakeTensorMode, UnsupportedOperatorException)
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
@@ -114,122 +113,6 @@ def without_random(table) -> dict:
 
 # --- regions --------------------------------------------------------------------------------------
 
-class Region:
-    """An aten FX graph under construction, then compiled. Inputs are TVars (placeholders).
-
-    Every change is logged so a statement that turns out to break can be taken back."""
-
-    def __init__(self, index: int, ambient):
-        self.index = index
-        self.graph = fx.Graph()
-        self.inputs: list[TVar] = []
-        self.outputs: list[TVar] = []
-        self.node_of: dict[int, fx.Node] = {}  # id(fake) -> node
-        self.created: dict[int, TVar] = {}  # TVars produced here
-        self.constants: dict[str, torch.Tensor] = {}
-        self.ambient = ambient
-        self.lines: dict = {}  # (file, line) -> number of ops
-        self.ops: list = []  # (aten op name, (file, line))
-        self.keep: list = []  # fakes referenced by node_of (ids must stay unique)
-        self.mutates_inputs = False
-        self.log: list = []
-        self.gm = None
-        self.run = None
-        self.name = ""
-        self.autograd = "none needed"
-
-    def log_mark(self) -> int:
-        return len(self.log)
-
-    def rollback(self, mark: int):
-        while len(self.log) > mark:
-            kind, a, b = self.log.pop()
-            if kind == "node":
-                self.graph.erase_node(a)
-            elif kind == "bind":
-                if b is None:
-                    self.node_of.pop(a, None)
-                else:
-                    self.node_of[a] = b
-            elif kind == "input":
-                self.inputs.pop()
-            elif kind == "created":
-                self.created.pop(a, None)
-            elif kind == "op":
-                self.ops.pop()
-                self.lines[a] -= 1
-                if not self.lines[a]:
-                    del self.lines[a]
-            elif kind == "const":
-                del self.constants[a]
-            elif kind == "mutates":
-                self.mutates_inputs = a
-
-    def node(self, op, target, args=(), kwargs=None, name=None):
-        if op == "placeholder":
-            first = next((n for n in self.graph.nodes if n.op != "placeholder"), None)
-            ctx = self.graph.inserting_before(first) if first is not None else None
-            if ctx is None:
-                n = self.graph.placeholder(name)
-            else:
-                with ctx:
-                    n = self.graph.placeholder(name)
-        elif op == "get_attr":
-            n = self.graph.get_attr(target)
-        else:
-            n = self.graph.call_function(target, args, kwargs)
-        self.log.append(("node", n, None))
-        return n
-
-    def bind(self, fake, node):
-        key = id(fake)
-        self.log.append(("bind", key, self.node_of.get(key)))
-        self.node_of[key] = node
-        self.keep.append(fake)
-
-    def placeholder(self, tv: TVar) -> fx.Node:
-        node = self.node("placeholder", None, name=f"in{len(self.inputs)}")
-        node.meta["val"] = tv.fake
-        self.inputs.append(tv)
-        self.log.append(("input", None, None))
-        self.bind(tv.fake, node)
-        return node
-
-    def constant(self, value) -> str:
-        name = f"const{len(self.constants)}"
-        self.constants[name] = value
-        self.log.append(("const", name, None))
-        return name
-
-    def add_created(self, tv):
-        self.created[id(tv)] = tv
-        self.log.append(("created", id(tv), None))
-
-    def add_op(self, name, where):
-        self.ops.append((name, where))
-        self.lines[where] = self.lines.get(where, 0) + 1
-        self.log.append(("op", where, None))
-
-    def scalar_input(self, ext) -> fx.Node:
-        """A Python number known only at run time, passed to the region as an argument."""
-        for tv, node in zip(self.inputs, (n for n in self.graph.nodes if n.op == "placeholder")):
-            if tv is ext:
-                return node
-        node = self.node("placeholder", None, name=f"in{len(self.inputs)}")
-        node.meta["val"] = ext.value
-        self.inputs.append(ext)
-        self.log.append(("input", None, None))
-        return node
-
-    def set_mutates(self):
-        if not self.mutates_inputs:
-            self.log.append(("mutates", False, None))
-            self.mutates_inputs = True
-
-    def empty(self) -> bool:
-        return not self.ops
-
-
 class Recorder(TorchDispatchMode):
     """Appends every aten op reaching the Python dispatch key to the open region."""
 
@@ -328,6 +211,15 @@ def _dynamic_floats(func, args, kwargs) -> set:
     from .values import ArgSource, VarSource
     return {id(a) for a in (*args, *kwargs.values()) if type(a) is Ext and type(a.value) is float
             and isinstance(a.source.root(), (ArgSource, VarSource))}
+
+
+def _has_tvar(out) -> bool:
+    return type(out) is TVar or isinstance(out, (list, tuple)) and any(type(x) is TVar for x in out)
+
+
+def _impure_node(node) -> bool:
+    from .region import _impure
+    return _impure(node)
 
 
 def _getitem(x, i):
@@ -448,24 +340,47 @@ class Tracer:
         denied = denial(func)
         if denied is not None:
             raise Break(denied[1], denied[0])
-        floats = _dynamic_floats(func, args, kwargs)
-        if floats:
-            out = self._call_symbolic(func, args, kwargs, floats)
-            if out is not _RETRY:
-                return out
-        fargs, fkwargs = self._fake_args(args), self._fake_args(kwargs)
         region = self.cap.open_region()
-        key = templates.key(func, fargs, fkwargs, self.cap.ambient, self.decomps)
-        tpl = templates.lookup(key)
-        if tpl is not None:
-            return self._wrap(templates.replay(tpl, region, self.recorder, self.fake_mode, fargs, fkwargs,
-                                               self.loc))
         mark = region.log_mark()
-        out = self._run_fake(func, fargs, fkwargs)
-        templates.record(key, region, mark, fargs, fkwargs, out)
-        if getattr(func, "__name__", "") in _META_QUERIES and not _has_tensor(out):
-            return out
-        return self._wrap(out)
+        floats = _dynamic_floats(func, args, kwargs)
+        out = self._call_symbolic(func, args, kwargs, floats) if floats else _RETRY
+        if out is _RETRY:
+            floats = ()
+            fargs, fkwargs = self._fake_args(args), self._fake_args(kwargs)
+            key = templates.key(func, fargs, fkwargs, self.cap.ambient, self.decomps)
+            tpl = templates.lookup(key)
+            if tpl is not None:
+                out = templates.replay(tpl, region, self.recorder, self.fake_mode, fargs, fkwargs, self.loc)
+            else:
+                out = self._run_fake(func, fargs, fkwargs)
+                templates.record(key, region, mark, fargs, fkwargs, out)
+            out = self._wrap(out)
+        added = [n for kind, n, _ in region.log[mark:] if kind == "node" and n.graph is region.graph]
+        if added or _has_tvar(out):
+            region.torch_call(func, self._torch_args(args, floats), self._torch_args(kwargs, floats), out,
+                              any(n.op == "call_function" and _impure_node(n) for n in added), self.loc,
+                              self._input_node)
+        return out
+
+    def _input_node(self, tv):
+        """A tensor from before this region, used by a torch call that made no aten op with it."""
+        self.cap.use_meta(tv)
+        self.cap.region.placeholder(tv)
+        return self.cap.region.tnode_of[id(tv)]
+
+    def _torch_args(self, a, floats):
+        """Arguments as the torch-level graph takes them: outside values specialized (their guards
+        were added when the call ran on fake tensors), run-time floats kept for their inputs."""
+        t = type(a)
+        if t is Ext:
+            return a if id(a) in floats else self._torch_args(self.cap.concrete(a), floats)
+        if t in (list, tuple):
+            return t(self._torch_args(x, floats) for x in a)
+        if t is dict:
+            return {k: self._torch_args(v, floats) for k, v in a.items()}
+        if t is slice:
+            return slice(*(self._torch_args(x, floats) for x in (a.start, a.stop, a.step)))
+        return a
 
     def _run_fake(self, func, fargs, fkwargs):
         name = getattr(func, "__name__", "")

@@ -22,13 +22,14 @@ class Break(Exception):
     """This statement cannot be captured: run it in Python (a graph break).
 
     `rule` is the analyzer's id (analysis/rules.py) where one corresponds; `node` the innermost
-    AST node responsible (for line/column)."""
+    AST node responsible (for line/column), in the function `info` (set where it is first known)."""
 
     def __init__(self, reason: str, rule: str | None = None, node=None):
         super().__init__(reason)
         self.reason = reason
         self.rule = rule
         self.node = node
+        self.info = None
 
 
 class Unsupported(Exception):

@@ -1,0 +1,157 @@
+"""Where does capture see graph breaks, compared with the analyzer's corpus (annotated with what
+real torch._dynamo 2.13 does, checked by tests/dynamo_oracle.py)?
+
+    python -m tests.capture.agreement [--dynamo] [FILES...]
+
+Every case of every fixture runs through `fuselens.explain`; the graph breaks it reports inside
+the fixture file are compared line by line with the `# expect: FL1xx GBnnnn` annotations
+(`--dynamo` also runs real Dynamo through the oracle and compares with that). Each disagreement
+is classified by `explain_difference`; one without an explanation is a bug to look at.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import io
+import os
+import sys
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _oracle():
+    spec = importlib.util.spec_from_file_location("fuselens_dynamo_oracle", ROOT / "tests" / "dynamo_oracle.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass
+class FileAgreement:
+    path: Path
+    expected: set = field(default_factory=set)  # (line, rule) from annotations
+    observed: set = field(default_factory=set)  # (line, rule) seen by capture
+    reasons: dict = field(default_factory=dict)  # (line, rule) -> capture's reason text
+    errors: list = field(default_factory=list)
+    explained: list = field(default_factory=list)  # (kind, line, rule, why)
+    unexplained: list = field(default_factory=list)
+
+
+def capture_breaks(path: Path, oracle) -> FileAgreement:
+    import torch
+
+    from fuselens.compiler.capture import explain
+
+    result = FileAgreement(path)
+    result.expected = {(e.line, e.code) for e in oracle.parse_expectations(path)
+                       if e.category == "graph-break"}
+    module, registry = oracle.load_fixture(path)
+    real = os.path.realpath(path)
+    for name, make in getattr(module, "CASES", {}).items():
+        try:
+            torch.manual_seed(0)
+            case = make()
+            root, args = case[0], case[1]
+            options = registry.get(id(root), (None, {}))[1]
+            with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                rep = explain(root, dynamic=bool(options.get("dynamic")))(*args)
+        except Exception as exc:  # noqa: BLE001 - a case that raises is reported, not fatal
+            result.errors.append(f"case {name!r}: {type(exc).__name__}: {exc}")
+            continue
+        if rep.path != "fuselens":
+            result.errors.append(f"case {name!r}: ran through {rep.path} ({rep.path_reason})")
+        for b in rep.breaks:
+            if os.path.realpath(b.filename) == real:
+                key = (b.line, b.rule or "FL000")
+                result.observed.add(key)
+                result.reasons[key] = f"{b.reason} | {b.code}"
+    return result
+
+
+def explain_difference(kind: str, line: int, rule: str, source_line: str, reason: str) -> str | None:
+    """Why capture and Dynamo legitimately differ here (None: unexplained)."""
+    text = source_line.strip()
+    if kind == "extra":  # capture breaks, Dynamo does not
+        if text.startswith("assert "):
+            return "Dynamo turns `assert` on a tensor into _assert_async; capture runs the assert in Python"
+        if "f\"" in text or "f'" in text or "format(" in text:
+            return "capture breaks where an f-string formats a tensor; Dynamo defers it to where the string is used"
+        if "random." in text:
+            return "Dynamo traces some random.* calls (e.g. random.uniform); capture runs them in Python"
+        if rule == "FL000" and ("runs in Python" in reason or "outside the function" in reason):
+            return ("Python-level side effect capture does not replay inside a region (Dynamo replays it "
+                    "after the graph)")
+        if "grad mode other than its region's" in reason:
+            return "a library function toggles grad mode internally; capture keeps it in Python"
+        if "Tensor.data" in reason or "grad_fn" in reason:
+            return "capture does not trace autograd metadata access; Dynamo does"
+    if kind == "missing":  # Dynamo breaks, capture does not
+        if rule in ("FL110", "FL111", "FL112", "FL113") and ("try" in reason or "with" in reason):
+            return "inside try/with Dynamo skips the whole frame; capture runs that statement in Python"
+    return None
+
+
+def compare(result: FileAgreement, lines: list[str]):
+    exp = result.expected
+    obs = result.observed
+    for line, rule in sorted(obs - exp):
+        if (line, rule) in exp:
+            continue
+        if any(e_line == line for e_line, _ in exp):  # same line, other rule: count as agreement on the line
+            why = "same line, rule differs: capture names the operation, the annotation the construct"
+            result.explained.append(("rule", line, rule, why))
+            continue
+        why = explain_difference("extra", line, rule, lines[line - 1], result.reasons.get((line, rule), ""))
+        (result.explained if why else result.unexplained).append(("extra", line, rule, why))
+    for line, rule in sorted(exp - obs):
+        if any(o_line == line for o_line, _ in obs):
+            continue
+        why = explain_difference("missing", line, rule, lines[line - 1], "")
+        (result.explained if why else result.unexplained).append(("missing", line, rule, why))
+
+
+def run(files) -> list[FileAgreement]:
+    oracle = _oracle()
+    out = []
+    for path in files:
+        path = Path(path).resolve()
+        result = capture_breaks(path, oracle)
+        compare(result, path.read_text().splitlines())
+        out.append(result)
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="*")
+    args = parser.parse_args(argv)
+    files = args.files or sorted((ROOT / "tests" / "corpus").glob("*.py"))
+    total_exp = total_obs = agree = 0
+    bad = 0
+    for r in run(files):
+        both = {line for line, _ in r.expected} & {line for line, _ in r.observed}
+        total_exp += len({line for line, _ in r.expected})
+        total_obs += len({line for line, _ in r.observed})
+        agree += len(both)
+        print(f"{r.path.name}: expected {len(r.expected)} break lines, capture saw {len(r.observed)}, "
+              f"same lines {len(both)}")
+        for e in r.errors:
+            print(f"  error: {e}")
+        for kind, line, rule, why in r.explained:
+            print(f"  {kind} {line} {rule}: {why}")
+        for kind, line, rule, _ in r.unexplained:
+            print(f"  UNEXPLAINED {kind} {line} {rule}: {r.reasons.get((line, rule), '')}")
+        bad += len(r.unexplained)
+    print(f"total: {agree} break lines in agreement; annotated {total_exp}, observed {total_obs}; "
+          f"unexplained {bad}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
