@@ -7,12 +7,13 @@ Prints files, findings, problems, exceptions and the time of each pass; exits 1 
 file raised. torch is located with importlib (never imported: the scan must not depend on
 torch being importable, only on its sources being on disk).
 
-    python bench/scan_torch.py [--subdir nn] [--pass paths|workspace|both] [--limit N]
+    python bench/scan_torch.py [--subdir nn] [--pass paths|workspace|cli|both|all] [--limit N]
 """
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import subprocess
 import sys
 import time
 import traceback
@@ -93,7 +94,8 @@ def print_result(name: str, result: dict) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--subdir", help="scan only this folder of torch (e.g. nn, _dynamo)")
-    parser.add_argument("--pass", dest="which", choices=["paths", "workspace", "both"], default="both")
+    parser.add_argument("--pass", dest="which", choices=["paths", "workspace", "cli", "both", "all"], default="both",
+                        help="both = paths + workspace; all adds a real `fuselens check` subprocess")
     parser.add_argument("--limit", type=int, help="at most this many files in the workspace pass")
     args = parser.parse_args(argv)
     folder = torch_root() / args.subdir if args.subdir else torch_root()
@@ -105,14 +107,22 @@ def main(argv=None) -> int:
     print(f"analyzer: {fuselens.analysis.__file__}")
     print(f"scanning {folder}: {total} .py files, {size / 1e6:.1f} MB")
     failed = False
-    if args.which in ("paths", "both"):
+    if args.which in ("paths", "both", "all"):
         result = scan_paths(folder, config)
         print_result("analyze_paths (fuselens check)", result)
         failed |= bool(result["exceptions"])
-    if args.which in ("workspace", "both"):
+    if args.which in ("workspace", "both", "all"):
         result = scan_workspace(folder, config, args.limit)
         print_result("Workspace.analyze_file (language server)", result)
         failed |= bool(result["exceptions"])
+    if args.which in ("cli", "all"):
+        started = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "fuselens", "check", str(folder), "--format", "json",
+                               "--exit-zero"], capture_output=True, text=True)
+        crashed = "Traceback" in done.stderr
+        print(f"fuselens check (subprocess): exit {done.returncode}, {time.perf_counter() - started:.1f} s, "
+              f"{'CRASHED: ' + done.stderr.strip().splitlines()[-1] if crashed else 'no traceback'}")
+        failed |= crashed or done.returncode != 0
     return 1 if failed else 0
 
 
