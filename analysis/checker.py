@@ -162,6 +162,8 @@ class Analysis:
                                                      function.qualname, chain, _rebase_fix(fix, base))
         for callee_key, callee, params, rel_span, _outcome in evaluation.observations:
             current = self._current(callee, params)
+            if current is not None and current[1] is None:
+                current[0].node  # parse it, as a fresh walk would: its syntax error gets reported
             if current is not None and current[1] is not None:
                 self.evaluate(current[0], callee_key[3], current[1], chain + _hop(function, rel_span), depth + 1)
 
