@@ -89,9 +89,14 @@ class CompiledModule(torch.nn.Module):
     def forward(self, *args, **kwargs):
         return self._fl_forward(*args, **kwargs)
 
+    @property
+    def _fuselens(self):
+        """The CompiledFunction (or torch.compile path) behind this module's forward."""
+        return self.__dict__["_fl_forward"]._fuselens
+
     def __getattr__(self, name):
-        if name == "_orig_mod":
-            return self._modules["_orig_mod"]
+        if name in ("_orig_mod", "_fl_forward"):
+            return self._modules["_orig_mod"] if name == "_orig_mod" else self.__dict__[name]
         try:
             return super().__getattr__(name)
         except AttributeError:
@@ -104,7 +109,7 @@ def explain(fn, *, backend="eager", dynamic=False):
     def run(*args, **kwargs) -> ExplainReport:
         compiled = compile(fn, backend=backend, dynamic=dynamic)
         result = compiled(*args, **kwargs)
-        cf = compiled._fl_forward._fuselens if isinstance(compiled, CompiledModule) else compiled._fuselens
+        cf = compiled._fuselens
         if isinstance(cf, TorchCompilePath):
             rep = ExplainReport(path="torch.compile", path_reason=cf.reason, result=result)
             rep.log.append(f"torch.compile produced {cf.graphs} graph(s)")

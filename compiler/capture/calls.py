@@ -3,6 +3,7 @@ turn everything else into a graph break with the analyzer's rule id."""
 from __future__ import annotations
 
 import builtins
+import collections.abc
 import functools
 import types
 
@@ -12,7 +13,7 @@ from .frames import Frame, Unsupported, closure_info, func_info
 from .guards import constant_like
 from .interp import ExtMethod
 from .tensors import BoundTensorMethod, torch_callable
-from .values import Break, Closure, DefaultSource, Ext, TVar, contains
+from .values import AttrSource, Break, CallSource, Closure, DefaultSource, Ext, TVar, contains
 
 MAX_DEPTH = 40
 
@@ -67,6 +68,16 @@ class CallMixin:
         special = _SPECIAL.get(id(func))
         if special is not None and special[0] is func:
             return special[1](self, args, kwargs, node)
+        if t is types.MethodType:
+            owner = func.__self__
+            if isinstance(owner, torch.nn.Module) and func.__func__ in _MODULE_LISTINGS:
+                return self.module_listing(owner, func.__name__, args, kwargs, node)
+            if isinstance(owner, collections.abc.Mapping) and type(owner) is not dict and \
+                    func.__name__ in ("get", "__getitem__", "__contains__") and id(owner) in self.sources:
+                plain = [self._plain(a) for a in args]
+                if all(constant_like(a) for a in plain) and not kwargs:
+                    src = CallSource(self.sources[id(owner)], func.__name__, plain)
+                    return self.ext(func(*plain), src)
         frame = self.prepare_inline(func, args, kwargs, node)
         if frame is not None:
             return self.run_nested(frame, node)
@@ -82,6 +93,30 @@ class CallMixin:
         if rule is not None:
             raise Break(f"{rule[1]} ({_name(func)})", rule[0], node)
         raise Break(f"call to {_name(func)} (not traceable: no Python source)", None, node)
+
+    def module_listing(self, m, name, args, kwargs, node):
+        """`m.parameters()`, `m.named_modules()`, ...: the real listing, each item read through its
+        attribute path (so it is guarded like `self.a.b.weight`)."""
+        named = "named_" + name if not name.startswith("named_") else name
+        plain = [self._plain(a) for a in args]
+        items = list(getattr(m, named)(*plain, **{k: self._plain(v) for k, v in kwargs.items()}))
+        src = self.sources.get(id(m))
+        if src is None:
+            raise Break(f"{type(m).__name__}.{name}() of a module created in the function", None, node)
+        out = []
+        for path, obj in items:
+            source, owner = src, m
+            parts = path.split(".") if path else []
+            for i, part in enumerate(parts):
+                last = i == len(parts) - 1
+                via = "_modules" if not last or isinstance(obj, torch.nn.Module) else \
+                    "_parameters" if part in owner._parameters else "_buffers"
+                self.guards_now().keys_are(AttrSource(source, via), list(owner.__dict__[via]))
+                source = AttrSource(source, part, via)
+                owner = owner.__dict__[via][part]
+            value = self.ext(obj, source) if parts else m
+            out.append((path, value) if name.startswith("named_") else value)
+        return iter(out)
 
     def call_builtin(self, func, args, kwargs, node):
         owner = getattr(func, "__self__", None)
@@ -296,6 +331,7 @@ def _type(cap, args, kwargs, node):
 def _len(cap, args, kwargs, node):
     obj = args[0]
     if type(obj) is Ext and type(obj.value) in (list, tuple, dict, set, str):
+        cap.no_pending(obj)
         cap.guards_now().type_is(obj.source, type(obj.value))
         cap.guards_now().length(obj.source, len(obj.value))
         return len(obj.value)
@@ -370,6 +406,10 @@ def _super(cap, args, kwargs, node):
     cls = cap.load("__class__", frame, node)
     return super(cls, frame.env[info.argnames[0]])
 
+
+_MODULE_LISTINGS = {getattr(torch.nn.Module, n) for n in (
+    "parameters", "named_parameters", "buffers", "named_buffers", "children", "named_children", "modules",
+    "named_modules")}
 
 _SPECIAL = {}
 for _f, _h in [(builtins.print, _print), (builtins.isinstance, _isinstance), (builtins.type, _type),

@@ -35,7 +35,13 @@ class EmitMixin:
         return self.region
 
     def flush(self, keep=()):
-        """Close the open region: compile it, emit its call, give its live outputs homes."""
+        """Close the open region (compile it, emit its call, give its live outputs homes), then
+        replay the stores it made to outside objects."""
+        self.flush_region(keep)
+        if self.stores:
+            self.emit_stores()
+
+    def flush_region(self, keep):
         r = self.region
         if r is None:
             return
@@ -245,6 +251,7 @@ class EmitMixin:
         self.resume_state = self.snapshot()
         if not pure:  # Python code ran: outside state, tensor metadata, global state: check again
             self.impure = True
+            self.overlay.clear()
             self.state_dirty = True
             for v in self.live_values().values():
                 var = self.prog.home.get(id(v))

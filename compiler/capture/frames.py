@@ -71,6 +71,23 @@ def _escapes(stmts, in_loop=False) -> bool:
     return False
 
 
+_STATE_CONTEXTS = {"no_grad", "enable_grad", "set_grad_enabled", "autocast"}
+
+
+def _state_context(stmt) -> bool:
+    """`with torch.no_grad():` and the like: interpreted (never run as one Python statement), so
+    return/break/continue inside them are fine."""
+    if not isinstance(stmt, ast.With):
+        return False
+    for item in stmt.items:
+        call = item.context_expr
+        name = call.func.attr if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) else \
+            call.func.id if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) else None
+        if name not in _STATE_CONTEXTS or item.optional_vars is not None:
+            return False
+    return True
+
+
 def _walk_no_scopes(node):
     """ast.walk that does not enter nested functions, lambdas or classes."""
     todo = [node]
@@ -126,7 +143,7 @@ class FuncInfo:
             if isinstance(stmt, (ast.Yield, ast.YieldFrom, ast.Await)):
                 raise Unsupported(f"{self.qualname} yields or awaits")
             if isinstance(stmt, (ast.Try, ast.With, ast.Match, getattr(ast, "TryStar", ast.Try))) \
-                    and _escapes([stmt]):
+                    and not _state_context(stmt) and _escapes([stmt]):
                 raise Unsupported(f"{self.qualname}: return/break/continue inside "
                                   f"`{type(stmt).__name__.lower()}` at line {stmt.lineno}")
 

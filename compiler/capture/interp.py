@@ -102,10 +102,15 @@ class ExprMixin:
         self.guards_now().value(source, value)  # sets etc.: compare by value
         return value
 
+    def no_pending(self, ext):
+        if self.has_pending(ext):
+            raise Break("reads a container this trace stored into (runs once the store is replayed)")
+
     def truth(self, v) -> bool:
         if type(v) is TVar:
             raise Break("tensor used as a condition (data-dependent)", "FL101")
         if type(v) is Ext:
+            self.no_pending(v)
             value = v.value
             if constant_like(value):
                 return bool(self.concrete(v))
@@ -230,6 +235,7 @@ class ExprMixin:
             return same if op == "Is" else not same
         if op in ("In", "NotIn"):
             if type(b) is Ext and type(b.value) in (list, tuple, dict, set) and type(a) is not TVar:
+                self.no_pending(b)
                 key = self.concrete(a)
                 result = key in b.value
                 self.guards_now().contains(b.source, key, result)
@@ -417,6 +423,7 @@ class ExprMixin:
             return list(iter(v))
         if t is Ext:
             value, source = v.value, v.source
+            self.no_pending(v)
             if type(value) in (list, tuple):
                 self.guards_now().type_is(source, type(value))
                 self.guards_now().length(source, len(value))
@@ -461,6 +468,10 @@ class ExprMixin:
             key = self.concrete(key)
         if t is Ext:
             value, source = obj.value, obj.source
+            done, stored = self.stored(obj, key)
+            if done:
+                return stored
+            self.no_pending(obj)
             if type(value) in (list, tuple, dict) and type(key) in (int, str) and type(key) is not bool:
                 self.guards_now().type_is(source, type(value))
                 if type(value) is not dict:
@@ -488,11 +499,15 @@ class ExprMixin:
             self.before_mutation(obj)
             obj[self.hashable(key)] = value
             return
+        if t is Ext:
+            return self.defer_item_store(obj, self.hashable(key), value, node)
         raise Break("item assignment on an object from outside the function", None, node)
 
     def setattr_(self, obj, name, value, node):
         if type(obj) is TVar:
             setattr(obj, name, value)  # raises: tensors do not take attributes here
+        if id(obj) in self.sources:
+            return self.defer_attr_store(obj, name, value, node)
         raise Break("attribute assignment on an object from outside the function", None, node)
 
     def getattr_(self, obj, name):
@@ -519,6 +534,9 @@ class ExprMixin:
 
     def object_attr(self, obj, name, src):
         """`obj.name` for an identity-guarded object: guard what the lookup depends on."""
+        done, value = self.stored(obj, name)
+        if done:
+            return value
         cls = type(obj)
         class_attr = None
         for klass in cls.__mro__:
@@ -567,6 +585,7 @@ class ExtMethod:
 
     def __call__(self, *args, **kwargs):
         cap, obj, name = self.cap, self.obj, self.name
+        cap.no_pending(obj)
         if name not in self._READS:
             raise Break(f"{type(obj.value).__name__}.{name}() on an object from outside the function")
         if type(obj.value) is dict and name in ("get", "__getitem__") and args and type(args[0]) in (int, str):

@@ -15,6 +15,7 @@ from .frames import Block, Call, Loop, With
 from .guards import GuardSet, constant_like
 from .interp import LIBRARY_MODULES, ExprMixin
 from .program import Jump, Program, Raised
+from .stores import StoreMixin
 from .tensors import Tracer
 from .values import INPLACE_BINOPS, Break, Closure, Ext, TVar, VarSource
 
@@ -47,10 +48,12 @@ class Loc:
 
 
 _GRAD_CONTEXTS = {torch.no_grad: False, torch.enable_grad: True}
+_FINITE_ITERABLES = (zip, enumerate, reversed, range, set, frozenset, str, type({}.keys()), type({}.values()),
+                     type({}.items()), type(reversed([])), type(iter([])), type(iter(())))
 _AUTOCASTS = (torch.autocast, torch.amp.autocast, torch.cpu.amp.autocast, torch.cuda.amp.autocast)
 
 
-class Capture(ExprMixin, CallMixin, EmitMixin):
+class Capture(ExprMixin, CallMixin, EmitMixin, StoreMixin):
     def __init__(self, owner, point, args):
         self.owner = owner
         self.backend = owner.backend
@@ -66,6 +69,7 @@ class Capture(ExprMixin, CallMixin, EmitMixin):
         self.impure = False  # has a statement that may change outside state run in Python?
         self.fallback_seen = False
         self.router = _Router(self)
+        self.init_stores()
         self.region = None
         self.regions = []
         self.breaks: list[BreakInfo] = []
@@ -150,7 +154,7 @@ class Capture(ExprMixin, CallMixin, EmitMixin):
 
     def live_values(self, keep=()) -> dict:
         out = {}
-        stack = list(keep)
+        stack = list(keep) + self.store_values()
         for f in self.frames_in(self.cont):
             stack.extend(f.env.values())
         for e in self.cont:
@@ -215,6 +219,7 @@ class Capture(ExprMixin, CallMixin, EmitMixin):
         r = self.region
         return {"env": dict(frame.env), "frame": frame, "saved": {}, "region": r,
                 "log": r.log_mark() if r else None, "cont": list(self.cont), "depth": self.depth,
+                "stores": len(self.stores),
                 "guards": (self.entry, self.entry.mark(), self.pending, self.pending.mark()), "sources": []}
 
     def rollback(self, tx):
@@ -233,6 +238,7 @@ class Capture(ExprMixin, CallMixin, EmitMixin):
             else:  # the region was opened by this statement
                 self.region = None
         self.cont[:] = tx["cont"]  # a `return` may have unwound entries before breaking
+        self.rollback_stores(tx["stores"])
         self.depth = tx["depth"]
         for key in tx["sources"]:
             del self.sources[key]
@@ -318,11 +324,16 @@ class Capture(ExprMixin, CallMixin, EmitMixin):
         if t is ast.For and not _escapes_loop(stmt):
             self.fallback(stmt, frame, b, result_var="__fl_iter", expr=stmt.iter)
             it = frame.env.pop("__fl_iter")
-            if type(it) is Ext and type(it.value) in (list, tuple):
-                self.cont.append(Loop(frame, stmt, self.iterate(it)))
-                return None
-            raise CaptureError(f"line {stmt.lineno}: cannot iterate over {type(getattr(it, 'value', it)).__name__} "
-                               "produced in Python")
+            value = it.value if type(it) is Ext else it
+            if type(value) not in (list, tuple):
+                if not isinstance(value, _FINITE_ITERABLES):
+                    raise CaptureError(f"line {stmt.lineno}: cannot iterate over {type(value).__name__} "
+                                       "produced in Python")
+                var = frame.var("__fl_iter")  # iterating these has no side effects: take the items
+                self.emit_line("stmt", f"{var} = list({var})", f"line {stmt.lineno}: the loop's items")
+                it = self.import_result(self.prog.rt[var], var, "loop items")
+            self.cont.append(Loop(frame, stmt, self.iterate(it)))
+            return None
         if t is ast.While:
             raise CaptureError("while header broke outside a loop head")
         if t in (ast.For, ast.With) and _escapes_loop(stmt):

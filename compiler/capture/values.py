@@ -192,6 +192,33 @@ class ItemSource(Source):
         return hash(("item", self.base, repr(self.key)))
 
 
+class CallSource(Source):
+    """`base.method(*args)` for a read-only method with constant arguments (Mapping.get)."""
+
+    __slots__ = ("base", "method", "args")
+
+    def __init__(self, base, method, args):
+        self.base = base
+        self.method = method
+        self.args = tuple(args)
+
+    def render(self, ctx):
+        return f"{self.base.render(ctx)}.{self.method}({', '.join(ctx.literal(a) for a in self.args)})"
+
+    def describe(self):
+        return f"{self.base.describe()}.{self.method}({', '.join(repr(a) for a in self.args)})"
+
+    def root(self):
+        return self.base.root()
+
+    def __eq__(self, other):
+        return type(other) is CallSource and other.method == self.method and other.args == self.args \
+            and other.base == self.base
+
+    def __hash__(self):
+        return hash(("call", self.base, self.method, repr(self.args)))
+
+
 class DefaultSource(Source):
     """A default argument value of an (inlined) function."""
 
@@ -314,7 +341,7 @@ class TVar:
     def __len__(self):
         if self.fake.dim() == 0:
             raise TypeError("len() of a 0-d tensor")
-        self.cap.use_meta(self)
+        self.cap.cap.use_meta(self)
         return self.fake.shape[0]
 
     def __iter__(self):

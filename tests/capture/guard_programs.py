@@ -71,6 +71,12 @@ def reads_after_call(x):
     return y * STATE["k"]
 
 
+def reads_after_update(x):
+    y = x * 2
+    STATE.update(k=STATE["k"] + 1)
+    return y * STATE["k"]
+
+
 def repeat(x, n):
     for _ in range(n):
         x = torch.sin(x)
@@ -94,3 +100,18 @@ class Scaled(nn.Module):
 
     def forward(self, x):
         return x * self.k
+
+
+class Counter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+        self.lin = nn.Linear(4, 4)
+        self.last = None
+
+    def forward(self, x, cache):
+        self.calls += 1
+        y = self.lin(x)
+        self.last = y
+        cache["y"] = y.sum()
+        return y * self.calls + self.last + cache["y"]

@@ -772,3 +772,4 @@ def item_used_in_tensor_math(x):
 @case((A, 0.5), (A, 0.25), (A, 2))
 def float_argument(x, alpha):
     return x * alpha + torch.sigmoid(x).mul(alpha), x.sub(alpha)
+

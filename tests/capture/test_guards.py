@@ -196,15 +196,46 @@ def test_variant_limit_then_eager_with_one_warning():
 def test_guard_failure_after_a_break_resumes():
     """A value read after a statement that ran in Python is checked there, not at entry."""
     x = torch.randn(3)
+    f = fl_compile(gp.reads_after_update)
+    for k in (2.0, 2.0, 5.0):
+        gp.STATE["k"] = k
+        ref = gp.reads_after_update(x)
+        gp.STATE["k"] = k
+        assert torch.allclose(f(x), ref)
+    assert root_variants(f) == 1  # STATE["k"] is read after update() ran: checked there, not at entry
+
+
+def test_stores_to_outside_objects_are_replayed():
+    """`state[k] = ...` in an inlined helper does not split the region; the value read before the
+    store is guarded at entry (a new value recaptures, as with Dynamo)."""
+    x = torch.randn(3)
     f = fl_compile(gp.reads_after_call)
     for k in (2.0, 2.0, 5.0):
         gp.STATE["k"] = k
         ref = gp.reads_after_call(x)
+        after = gp.STATE["k"]
         gp.STATE["k"] = k
-        assert torch.allclose(f(x), ref)
-    assert root_variants(f) == 1  # STATE["k"] is read after bump() ran: checked there, not at entry
+        assert torch.allclose(f(x), ref) and gp.STATE["k"] == after
+    assert root_variants(f) == 2
+    assert len(f._fuselens.variants()[0].regions) == 1
 
 
 @pytest.mark.parametrize("n", [1, 4])
 def test_loop_count_from_argument(n):
     check(gp.repeat, [((torch.randn(3), n), {}), ((torch.randn(3), n + 1), {})])
+
+
+def test_module_state_mutation_replayed_in_order():
+    m = gp.Counter()
+    f = fl_compile(m)
+    x = torch.randn(2, 4)
+    for calls in (0, 0, 1, 5):
+        m.calls, ref_cache = calls, {}
+        ref = m(x, ref_cache)
+        ref_state = (m.calls, m.last)
+        m.calls, cache = calls, {}
+        got = f(x, cache)
+        assert torch.allclose(got, ref) and torch.allclose(cache["y"], ref_cache["y"] if ref_cache else cache["y"])
+        assert m.calls == ref_state[0] and torch.allclose(m.last, ref_state[1])
+    assert root_variants(f) == 3  # one per value of self.calls read at entry (0, 1, 5)
+    assert all(len(v.regions) == 1 for v in f._fuselens.variants())
