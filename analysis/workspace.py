@@ -33,6 +33,7 @@ class Workspace:
         self._unreadable: dict[str, str] = {}
         self._interface_parts: dict[str, int] = {}  # block text → its share of the interface key
         self._module_files: dict[tuple, str | None] = {}  # (dotted module, folder) → file
+        self._indexing: set[str] = set()  # files being indexed now: an import cycle stops here
         self.memo: dict = {}
 
     # --- documents -----------------------------------------------------------------------------
@@ -69,7 +70,11 @@ class Workspace:
         if cached is not None and cached[0] == text:
             return cached[1]
         blocks = parse_blocks(text, lazy=True)
-        module = build_index(path, self.module_name(path), text, blocks, self)
+        self._indexing.add(path)
+        try:
+            module = build_index(path, self.module_name(path), text, blocks, self)
+        finally:
+            self._indexing.discard(path)
         module.interface_key = hash(tuple(self._interface_part(block) for block in blocks))
         self._indexes[path] = (text, module)
         return module
@@ -110,7 +115,7 @@ class Workspace:
         for cut in range(len(parts) - 1, 0, -1):
             module_name, rest = ".".join(parts[:cut]), parts[cut:]
             path = self._module_file(module_name, origin.path)
-            if path is None or path in self._unreadable:
+            if path is None or path in self._unreadable or path in self._indexing:
                 continue
             try:
                 module = self.index(path)

@@ -405,8 +405,6 @@ def _frames(error: BaseException) -> str:
 
 # --- known analyzer bugs outside source.py (flip to passing when fixed) ----------------------
 
-@pytest.mark.xfail(strict=True, reason="index.build_index → resolve_class → Workspace.index of the "
-                                       "other module recurses forever on an import cycle")
 def test_import_cycle_does_not_recurse(tmp_path):
     assert not _cycle_bug_present(tmp_path)
 
