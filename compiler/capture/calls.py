@@ -29,12 +29,12 @@ _MODULE_RULES = {
 }
 # Modules whose functions are pure on plain values (run concretely).
 _PURE_MODULES = {"math", "cmath", "operator", "functools", "itertools", "_operator", "_functools", "string",
-                 "collections", "numbers", "typing", "enum", "re", "_collections", "abc", "posixpath"}
+                 "collections", "numbers", "typing", "enum", "re", "_collections", "abc", "posixpath", "inspect"}
 _PURE_TYPES = {int, float, bool, str, bytes, complex, tuple, list, dict, set, frozenset, range, slice,
                enumerate, zip, reversed, map, filter, torch.Size, torch.device, torch.finfo, torch.iinfo,
                type(None), object}
 _PURE_BUILTINS = {abs, min, max, sum, round, divmod, pow, all, any, sorted, chr, ord, hex, bin, oct,
-                  repr, format, hash, callable, isinstance, issubclass, iter, next, len, getattr,
+                  repr, format, callable, isinstance, issubclass, iter, next, len, getattr,
                   hasattr, ascii}
 _CONTAINER_MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse",
                        "update", "setdefault", "popitem", "add", "discard", "__setitem__", "__delitem__",
@@ -89,6 +89,9 @@ class CallMixin:
             return self.call_builtin(func, args, kwargs, node)
         if isinstance(func, type):
             return self.construct(func, args, kwargs, node)
+        if t is types.FunctionType and _module_of(func).split(".")[0] in _PURE_MODULES and \
+                not contains((args, kwargs), (TVar,)):  # e.g. inspect.signature, functools.reduce
+            return func(*[self._plain(a) for a in args], **{k: self._plain(v) for k, v in kwargs.items()})
         rule = _MODULE_RULES.get(_module_of(func).split(".")[0])
         if rule is not None:
             raise Break(f"{rule[1]} ({_name(func)})", rule[0], node)
@@ -147,6 +150,11 @@ class CallMixin:
         return v
 
     def construct(self, cls, args, kwargs, node):
+        if cls in _ITERATING and not kwargs:  # their arguments are iterated here, with guards
+            first = 1 if cls in (map, filter) else 0
+            its = [self.iterate(a) if i >= first and not (cls is enumerate and i == 1) else self._plain(a)
+                   for i, a in enumerate(args)]
+            return cls(*its)
         if cls in _PURE_TYPES:
             if cls in (list, tuple, set, frozenset, dict) and len(args) == 1 and not kwargs \
                     and type(args[0]) is not dict:
@@ -179,6 +187,9 @@ class CallMixin:
                 return self.prepare_inline(call, args, kwargs, node)
             return None
         module = func.__module__ or ""
+        if func.__code__.co_name == "decorate_context" and hasattr(func, "__wrapped__") and \
+                func.__code__.co_filename.endswith("_contextlib.py"):  # functools.wraps copied __module__
+            return self._decorated_frame(func, args, kwargs, node)
         if _disabled(func):
             raise Break(f"{func.__qualname__} is marked torch.compiler.disable", "FL130", node)
         if torch_callable(func) and not module.startswith("torch.nn.modules"):
@@ -199,6 +210,23 @@ class CallMixin:
         if src is not None and not module.startswith("torch."):
             self.guards_now().code_is(src, func)
         return self._function_frame(info, func, args, kwargs)
+
+    def _decorated_frame(self, func, args, kwargs, node):
+        """`@torch.no_grad()` / `@torch.enable_grad()` / `@torch.set_grad_enabled(b)` functions: the
+        wrapped function, run under that grad mode."""
+        cells = dict(zip(func.__code__.co_freevars, func.__closure__ or ()))
+        factory = cells.get("ctx_factory")
+        ctx = getattr(factory.cell_contents, "__self__", None) if factory is not None else None
+        if type(ctx) in (torch.no_grad, torch.enable_grad):
+            grad = type(ctx) is torch.enable_grad
+        elif type(ctx) is torch.set_grad_enabled:
+            grad = bool(ctx.mode)
+        else:
+            raise Break(f"{func.__qualname__} is decorated with {type(ctx).__name__}", None, node)
+        frame = self.prepare_inline(func.__wrapped__, args, kwargs, node)
+        if frame is not None:
+            frame.ambient = self.ambient.with_grad(grad)
+        return frame
 
     def _module_frame(self, m, args, kwargs, node):
         src = self.sources.get(id(m))
@@ -331,8 +359,12 @@ def _type(cap, args, kwargs, node):
 def _len(cap, args, kwargs, node):
     obj = args[0]
     if type(obj) is Ext and type(obj.value) in (list, tuple, dict, set, str):
-        cap.no_pending(obj)
+        extra = cap.pending_length(obj)
+        if extra is None:
+            cap.no_pending(obj)
         cap.guards_now().type_is(obj.source, type(obj.value))
+        cap.guards_now().length(obj.source, len(obj.value))
+        return len(obj.value) + (extra or 0)
         cap.guards_now().length(obj.source, len(obj.value))
         return len(obj.value)
     if isinstance(obj, torch.nn.Module):
@@ -380,6 +412,12 @@ def _sorted(cap, args, kwargs, node):
     return sorted(items, **{k: cap._plain(v) for k, v in kwargs.items()})
 
 
+def _hash(cap, args, kwargs, node):
+    if contains(args, (TVar,)):
+        raise Break("hash() of a tensor (its identity) inside compiled code", None, node)
+    return hash(cap._plain(args[0]))
+
+
 def _id(cap, args, kwargs, node):
     raise Break("id() of an object inside compiled code", None, node)
 
@@ -407,6 +445,7 @@ def _super(cap, args, kwargs, node):
     return super(cls, frame.env[info.argnames[0]])
 
 
+_ITERATING = {enumerate, zip, reversed, map, filter}
 _MODULE_LISTINGS = {getattr(torch.nn.Module, n) for n in (
     "parameters", "named_parameters", "buffers", "named_buffers", "children", "named_children", "modules",
     "named_modules")}
@@ -415,7 +454,7 @@ _SPECIAL = {}
 for _f, _h in [(builtins.print, _print), (builtins.isinstance, _isinstance), (builtins.type, _type),
                (builtins.len, _len), (builtins.getattr, _getattr), (builtins.hasattr, _hasattr),
                (builtins.setattr, _setattr), (builtins.iter, _iter), (builtins.sorted, _sorted),
-               (builtins.id, _id), (builtins.open, _io), (builtins.input, _io), (builtins.vars, _refuse),
+               (builtins.id, _id), (builtins.hash, _hash), (builtins.open, _io), (builtins.input, _io), (builtins.vars, _refuse),
                (builtins.dir, _refuse), (builtins.locals, _refuse), (builtins.globals, _refuse),
                (builtins.eval, _refuse), (builtins.exec, _refuse), (builtins.compile, _refuse),
                (builtins.breakpoint, _refuse), (builtins.__import__, _refuse), (builtins.delattr, _refuse),

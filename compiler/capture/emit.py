@@ -206,15 +206,8 @@ class EmitMixin:
                 frame.env[n] = self.import_result(rt[var], var, n)
             else:
                 frame.env.pop(n, None)
-        pure = brk.rule in PURE_RULES
-        if pure:  # the statement only read them: keep interpreting the containers (their copies
-            for c in containers.values():  # in the program are stale once they change)
-                var = self.prog.home.get(id(c))
-                if var is not None:
-                    self.prog.forget(var)
-        else:
-            self.replace_containers(containers)
-        self.new_epoch(pure)
+        self.replace_containers(containers)  # the statement may have changed them (`d[k] = ...`)
+        self.new_epoch(brk.rule in PURE_RULES)
 
     def import_result(self, value, var, label):
         if isinstance(value, torch.Tensor):
@@ -316,6 +309,15 @@ class EmitMixin:
                         else:
                             return n
                         return ast.copy_location(ast.parse(expr, mode="eval").body, n)
+                return n
+
+            def visit_Call(self, n):
+                self.generic_visit(n)
+                if isinstance(n.func, ast.Name) and n.func.id == "super" and not n.args and \
+                        "__class__" in info.freevars and info.argnames:  # no __class__ cell here
+                    cell = info.fn.__closure__[info.freevars.index("__class__")]
+                    n.args = [ast.parse(f"{prog.const(cell)}.cell_contents", mode="eval").body,
+                              ast.Name(frame.var(info.argnames[0]), ast.Load())]
                 return n
 
             def _scoped(self, n, names):

@@ -154,13 +154,14 @@ class FuncInfo:
 def func_info(fn) -> FuncInfo:
     """FuncInfo for a plain Python function, cached by code object."""
     code = fn.__code__
-    info = _INFOS.get(code)
+    entry = _INFOS.get(id(code))  # by identity: equal code objects of re-imported modules differ
+    info = entry[1] if entry is not None and entry[0] is code else None
     if info is None:
         try:
             info = FuncInfo(fn)
         except Unsupported as e:
             info = e
-        _INFOS[code] = info
+        _INFOS[id(code)] = (code, info)
     if isinstance(info, Unsupported):
         raise Unsupported(str(info))
     if info.fn is not fn:  # same code, another function object (closure/defaults differ)
@@ -209,13 +210,14 @@ def closure_info(c) -> FuncInfo:
 class Frame:
     """One function activation: its locals (`env`) and the prefix of its program variables."""
 
-    __slots__ = ("info", "env", "prefix", "closure")
+    __slots__ = ("info", "env", "prefix", "closure", "ambient")
 
     def __init__(self, info, env, prefix, closure=None):
         self.info = info
         self.env = env
         self.prefix = prefix
         self.closure = closure  # for interpreted lambdas/defs: the defining frame (free names)
+        self.ambient = None  # grad mode a decorator (@torch.no_grad()) sets for this call
 
     def var(self, name: str) -> str:
         return self.prefix + name

@@ -16,7 +16,7 @@ import torch
 
 from .guards import constant_like
 from .values import (BINOPS, CMPOPS, UNARYOPS, AttrSource, Break, CellSource, Closure, Ext, GlobalSource,
-                     ItemSource, Source, TVar)
+                     ItemSource, Source, TVar, is_dyn)
 
 # Python modules whose attributes we treat as constants (no guards on reads through them).
 LIBRARY_MODULES = ("torch", "math", "numpy", "operator", "functools", "itertools", "builtins", "typing",
@@ -69,7 +69,7 @@ class ExprMixin:
     def ext(self, value, source):
         if isinstance(value, torch.Tensor):
             return self.tracer.import_tensor(value, source)
-        if constant_like(value) or type(value) in (list, dict, tuple, set):
+        if constant_like(value) or type(value) in (list, dict, tuple, set) or is_dyn(source):
             return Ext(value, source)
         if isinstance(value, types.ModuleType) and is_library_module(value):
             self.guards_now().identity(source, value)
@@ -92,6 +92,8 @@ class ExprMixin:
             self.guards_now().value(source, value)
             return value
         t = type(value)
+        if t in (list, dict, set):
+            self.no_pending(v)
         self.guards_now().type_is(source, t)
         if t in (list, tuple):
             self.guards_now().length(source, len(value))
@@ -99,7 +101,14 @@ class ExprMixin:
         if t is dict:
             self.guards_now().keys_are(source, list(value))
             return {k: self.concrete(self.ext(x, ItemSource(source, k))) for k, x in value.items()}
-        self.guards_now().value(source, value)  # sets etc.: compare by value
+        if is_dyn(source):  # an object made at run time: specializing on it would never hold again
+            raise Break(f"uses a {t.__name__} computed in Python at run time")
+        if t in (set, frozenset) and all(constant_like(x) for x in value):
+            self.guards_now().value(source, value)
+            return value
+        self.guards_now().identity(source, value)
+        self.sources.setdefault(id(value), source)
+        self.keep.append(value)
         return value
 
     def no_pending(self, ext):
@@ -518,7 +527,9 @@ class ExprMixin:
             value = obj.value
             if constant_like(value):
                 return getattr(self.concrete(obj), name)
-            return ExtMethod(self, obj, name)
+            if type(value) in (list, dict, tuple, set):
+                return ExtMethod(self, obj, name)
+            return self.getattr_(self.concrete(obj), name)
         if t is Closure:
             raise Break("attribute of a nested function", None)
         if isinstance(obj, types.ModuleType):
@@ -528,8 +539,11 @@ class ExprMixin:
             src = self.sources.get(id(obj))
             return self.ext(value, AttrSource(src, name)) if src is not None else value
         src = self.sources.get(id(obj))
-        if src is None:
-            return getattr(obj, name)  # library objects and values created in the trace
+        if src is None:  # library objects and values created in the trace
+            value = getattr(obj, name)
+            if isinstance(value, torch.Tensor) and type(value) is not TVar:  # unguarded: would be baked in
+                raise Break(f"tensor attribute {name!r} of an object the capture cannot guard")
+            return value
         return self.object_attr(obj, name, src)
 
     def object_attr(self, obj, name, src):
@@ -585,6 +599,8 @@ class ExtMethod:
 
     def __call__(self, *args, **kwargs):
         cap, obj, name = self.cap, self.obj, self.name
+        if type(obj.value) is list and name in ("append", "extend", "insert") and not kwargs:
+            return cap.defer_call_store(obj, name, args)
         cap.no_pending(obj)
         if name not in self._READS:
             raise Break(f"{type(obj.value).__name__}.{name}() on an object from outside the function")

@@ -288,8 +288,9 @@ class Capture(ExprMixin, CallMixin, EmitMixin, StoreMixin):
             try:
                 return handler(self, stmt, frame, nested)
             except Break as b:
-                if b.info is None:  # the break happened in this (inlined) function
-                    b.node = b.node if b.node is not None else stmt
+                # report the break in the innermost user function (not inside torch's own code)
+                if b.info is None or (_library(b.info) and not _library(frame.info)):
+                    b.node = b.node if b.node is not None and b.info is None else stmt
                     b.info = frame.info
                 raise
             except (CaptureError, Raised):
@@ -303,6 +304,8 @@ class Capture(ExprMixin, CallMixin, EmitMixin, StoreMixin):
         except Break as b:
             self.rollback(tx)
             self.tx = None
+            if b.info is not None and _library(b.info) and not _library(frame.info):
+                b.node, b.info = stmt, None  # inside torch's own code: report the user's statement
             return self.on_break(stmt, frame, b)
         except (CaptureError, Raised):
             raise
@@ -400,10 +403,46 @@ class Capture(ExprMixin, CallMixin, EmitMixin, StoreMixin):
         self.cont.append(Loop(frame, stmt, None))
 
     def s_break(self, stmt, frame, nested):
+        if self.probing:
+            raise _EndProbe
         self.unwind_loop(frame, exit_loop=True)
 
     def s_continue(self, stmt, frame, nested):
+        if self.probing:
+            raise _EndProbe
         self.unwind_loop(frame, exit_loop=False)
+
+    def s_try(self, stmt, frame, nested):
+        """A try statement runs in Python (an exception a region raises at run time must reach its
+        handler); report the break its body would make, where the body makes it."""
+        reason = "`try` statement runs in Python"
+        probe = None if nested else self.probe(stmt.body, frame)
+        if probe is None:
+            raise Break(reason, None, stmt)
+        b = Break(f"{reason} ({probe.reason})", probe.rule, probe.node)
+        b.info = probe.info
+        raise b
+
+    probing = False
+
+    def probe(self, body, frame):
+        """The break `body` would hit first, found by interpreting it; nothing it does is kept
+        (the enclosing statement is rolled back)."""
+        saved = self.cont
+        self.cont = saved + [Call(None, frame, "nested", None), Block(frame, body)]
+        self.nested += 1
+        self.probing = True
+        try:
+            self.drive(self.cont, nested=True)
+            return None
+        except Break as b:
+            return b
+        except Exception:  # noqa: BLE001 - _EndProbe, or Python would raise: no break to report
+            return None
+        finally:
+            self.cont = saved
+            self.nested -= 1
+            self.probing = False
 
     def s_assert(self, stmt, frame, nested):
         test = self.ev(stmt.test, frame)
@@ -506,11 +545,17 @@ class Capture(ExprMixin, CallMixin, EmitMixin, StoreMixin):
             return None
         self.depth += 1
         self.cont.append(Call(frame, callee, target, call))
+        if callee.ambient is not None and callee.ambient != self.ambient:
+            self.flush()
+            self.cont.append(With(callee, self.ambient))
+            self.ambient = callee.ambient
         self.cont.append(Block(callee, callee.info.body))
         return None
 
     def run_nested(self, frame, node):
         """Expression-level inlining: run the callee to completion; any break breaks the caller."""
+        if frame.ambient is not None and frame.ambient != self.ambient:
+            raise Break(f"{frame.info.qualname} changes grad mode (called inside an expression)", None, node)
         self.depth += 1
         self.nested += 1
         cont = [Call(None, frame, "nested", node), Block(frame, frame.info.body)]
@@ -649,10 +694,10 @@ class Capture(ExprMixin, CallMixin, EmitMixin, StoreMixin):
     # -- data-dependent branches --
     def branch(self, stmt, frame, test, loop=None):
         """`if test:` on a run-time value: Python decides; the other side is captured lazily."""
-        if type(test) is TVar:
+        if type(test) is TVar:  # a branch on a value Python computed is a region boundary, not a break
             self.flush(keep=[test])
-        self.record_break(Break("data-dependent branch" if loop is None else "data-dependent loop condition",
-                                "FL101", stmt.test), stmt, frame)
+            self.record_break(Break("data-dependent branch" if loop is None else "data-dependent loop condition",
+                                    "FL101", stmt.test), stmt, frame)
         cond = self.value_expr(test)
         taken = bool(self.prog.execute("pass", self.ambient, cond))
         if loop is None:
@@ -671,7 +716,8 @@ class Capture(ExprMixin, CallMixin, EmitMixin, StoreMixin):
         jump = self.jump_text(state)
         kind = "loop" if loop is not None else "if"
         line = f"if {'not ' if taken else ''}{cond}:\n    {jump}"
-        self.emit_line("if", line, f"line {stmt.lineno}: data-dependent {kind} (FL101)", run=False)
+        why = "data-dependent {} (FL101)" if type(test) is TVar else "{} on a value computed in Python"
+        self.emit_line("if", line, f"line {stmt.lineno}: " + why.format(kind), run=False)
         return None
 
     def jump(self, state):
@@ -771,6 +817,15 @@ class RenderCtx:
         return tv.source.render(self)
 
 
+class _EndProbe(Exception):
+    pass
+
+
+def _library(info) -> bool:
+    from .interp import is_library_module
+    return is_library_module(info.globals)
+
+
 def _simple_target(t) -> bool:
     if type(t) is ast.Name:
         return True
@@ -788,6 +843,7 @@ _STMTS = {
     ast.If: Capture.s_if, ast.For: Capture.s_for, ast.While: Capture.s_while, ast.Break: Capture.s_break,
     ast.Continue: Capture.s_continue, ast.Assert: Capture.s_assert, ast.Delete: Capture.s_delete,
     ast.With: Capture.s_with, ast.FunctionDef: Capture.s_functiondef, ast.Import: Capture.s_import,
+    ast.Try: Capture.s_try,
     ast.ImportFrom: Capture.s_importfrom,
 }
 

@@ -8,22 +8,23 @@ from __future__ import annotations
 
 from .frames import Block, Call, Frame, Loop, With
 from .guards import constant_like
-from .values import ArgSource, Closure, Ext, TVar
+from .values import ArgSource, Closure, Ext, TVar, is_dyn
 
 
 class Cont:
     """An encoded continuation; identical encodings resume at the same point."""
 
-    def __init__(self, frames, entries, ambient, labels, loop_head):
+    def __init__(self, frames, entries, ambient, labels, loop_head, dyn=frozenset()):
         self.frames = frames  # [(info, prefix, closure index or None, env encoding)]
         self.entries = entries
         self.ambient = ambient
         self.labels = labels  # parameter name per slot
         self.loop_head = loop_head
+        self.dyn = dyn  # slots holding values Python computed at run time
 
     def key(self):
         return (tuple((id(f[0]), f[1], f[2], _freeze(f[3])) for f in self.frames), _freeze(self.entries),
-                self.ambient, self.loop_head)
+                self.ambient, self.loop_head, self.dyn)
 
     def line(self) -> int:
         for e in reversed(self.entries):
@@ -111,7 +112,8 @@ def encode(cap, cont_entries, loop_head=False) -> State:
         elif t is Call:
             entries.append(("call", index[id(e.frame)] if e.frame is not None else None, index[id(e.callee)],
                             e.target, e.node))
-    return State(Cont(fr, entries, cap.ambient, labels, loop_head), exprs, slots)
+    dyn = frozenset(i for i, v in enumerate(slots) if type(v) is Ext and is_dyn(v.source))
+    return State(Cont(fr, entries, cap.ambient, labels, loop_head, dyn), exprs, slots)
 
 
 def decode(cap, cont: Cont, args):
@@ -127,7 +129,7 @@ def decode(cap, cont: Cont, args):
         if kind == "ref":
             return memo[x[1]]
         if kind == "slot":
-            v = cap.ext(args[x[2]], ArgSource(cont.labels[x[2]]))
+            v = cap.ext(args[x[2]], ArgSource(cont.labels[x[2]], x[2] in cont.dyn))
             memo[x[1]] = v
             slot_values[x[2]] = v
             return v

@@ -16,10 +16,13 @@ class StoreMixin:
         self.overlay: dict = {}  # (id(target), key) -> value, for reads after the store
 
     def defer_attr_store(self, obj, name, value, node):
-        if isinstance(obj, torch.nn.Module) and (
-                any(name in obj.__dict__.get(d, {}) for d in ("_parameters", "_buffers", "_modules"))
-                or isinstance(value, torch.nn.Module)):
-            raise Break("assignment to a parameter, buffer or submodule", None, node)
+        if isinstance(obj, torch.nn.Module):
+            buffer = name in obj.__dict__.get("_buffers", {})
+            if buffer and not (type(value) is TVar or value is None):
+                raise Break("a buffer assigned a non-tensor", None, node)
+            if not buffer and (any(name in obj.__dict__.get(d, {}) for d in ("_parameters", "_modules"))
+                               or isinstance(value, torch.nn.Module)):
+                raise Break("assignment to a parameter or submodule", None, node)
         if type(value) is TVar and isinstance(obj, torch.nn.Module) and self.tracer.tensor_class(value) \
                 is torch.nn.Parameter:
             raise Break("assignment of a parameter", None, node)
@@ -30,25 +33,42 @@ class StoreMixin:
             raise Break("item assignment on an object from outside the function", None, node)
         self._defer("item", ext, key, value)
 
+    def defer_call_store(self, ext, method, args):
+        """`lst.append(v)` on an outside list: replayed like a store; reads of it wait."""
+        self.stores.append(("call", ext, method, tuple(args)))
+
     def _defer(self, kind, target, key, value):
         self.stores.append((kind, target, key, value))
         self.overlay[(id(_obj(target)), key)] = value
 
     def stored(self, obj, key):
         """(True, value) if the trace stored `key` into `obj` (a live object or an Ext)."""
+        if type(key) not in (str, int):
+            return (False, None)
         k = (id(_obj(obj)), key)
         return (True, self.overlay[k]) if k in self.overlay else (False, None)
+
+    def pending_length(self, ext):
+        """len() of an outside list after this trace's appends (None if other changes are pending)."""
+        extra = 0
+        for kind, target, key, value in self.stores:
+            if _obj(target) is not _obj(ext):
+                continue
+            if kind != "call" or key not in ("append", "extend"):
+                return None
+            extra += 1 if key == "append" else len(self.iterate(value[0]))
+        return extra
 
     def has_pending(self, ext) -> bool:
         target = id(_obj(ext))
         return any(id(_obj(t)) == target for _, t, _, _ in self.stores)
 
     def store_values(self):
-        return [v for _, _, _, v in self.stores]
+        return [x for kind, _, _, v in self.stores for x in (v if kind == "call" else (v,))]
 
     def rollback_stores(self, mark):
         del self.stores[mark:]
-        self.overlay = {(id(_obj(t)), k): v for _, t, k, v in self.stores}
+        self.overlay = {(id(_obj(t)), k): v for kind, t, k, v in self.stores if kind != "call"}
 
     def emit_stores(self):
         """Replay pending stores (their values have homes: regions were flushed first)."""
@@ -60,6 +80,8 @@ class StoreMixin:
                 lhs = f"{base}.{key}" if key.isidentifier() else None
                 text = f"{lhs} = {self.value_expr(value)}" if lhs else \
                     f"setattr({base}, {key!r}, {self.value_expr(value)})"
+            elif kind == "call":
+                text = f"{self.value_expr(target)}.{key}({', '.join(self.value_expr(a) for a in value)})"
             else:
                 text = f"{self.value_expr(target)}[{key!r}] = {self.value_expr(value)}"
             self.emit_line("store", text, "replayed store", snap=False)

@@ -18,6 +18,7 @@ from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_mod
 from torch.utils._pytree import tree_map
 
 from . import templates
+from .guards import constant_like
 from .values import Break, Closure, Ext, TVar
 
 # --- which torch callables may be recorded ----------------------------------------------------------
@@ -35,6 +36,7 @@ _DENY_NAMES = {
     "__format__": ("FL114", "tensor formatted as a string"),
     "__deepcopy__": ("FL120", "deepcopy of a tensor"), "__reduce_ex__": ("FL120", "tensor pickled"),
     "graph_break": ("FL131", "explicit torch._dynamo.graph_break()"),
+    "save": ("FL121", "torch.save runs in Python"), "load": ("FL121", "torch.load runs in Python"),
     "grad": ("FL142", "torch.autograd.grad inside compiled code"),
 }
 # Side effects on autograd/storage/metadata, or global state: never inside a region.
@@ -45,7 +47,7 @@ _DENY_QUIET = {
     "pin_memory", "record_stream", "apply_", "map_", "map2_", "__setstate__", "__array__", "__dlpack__",
     "manual_seed", "seed", "initial_seed", "set_rng_state", "get_rng_state", "set_default_dtype",
     "set_default_device", "set_default_tensor_type", "set_grad_enabled", "set_printoptions",
-    "use_deterministic_algorithms", "save", "load", "set_num_threads", "set_num_interop_threads",
+    "use_deterministic_algorithms", "set_num_threads", "set_num_interop_threads",
     "set_flush_denormal", "compile", "set_autocast_enabled", "set_autocast_dtype", "cuda_sync",
     "_set_grad_enabled", "fill_uninitialized_memory",
 }
@@ -458,6 +460,8 @@ class Tracer:
             return t(*(self._fake_args(x) for x in a))
         if isinstance(a, (types.FunctionType, types.LambdaType, Closure)):
             raise Break("a Python function passed into a torch op")
+        if not constant_like(a):  # an object (maybe holding real tensors) would be baked in
+            raise Break(f"a {type(a).__name__} object passed into a torch function")
         return a
 
     def _wrap(self, out):

@@ -54,10 +54,13 @@ class Source:
 
 
 class ArgSource(Source):
-    __slots__ = ("name",)
+    """A parameter of the unit; `dyn`: at a resume point, a value Python computed at run time."""
 
-    def __init__(self, name):
+    __slots__ = ("name", "dyn")
+
+    def __init__(self, name, dyn=False):
         self.name = name
+        self.dyn = dyn
 
     def render(self, ctx):
         return ctx.arg(self.name)
@@ -245,6 +248,12 @@ class DefaultSource(Source):
 
 
 # --- values -------------------------------------------------------------------------------------
+
+def is_dyn(source) -> bool:
+    """Was this value computed at run time (by a statement Python ran), not read from outside?"""
+    root = source.root() if source is not None else None
+    return isinstance(root, VarSource) or (type(root) is ArgSource and root.dyn)
+
 
 class Ext:
     """A value from outside the trace, not yet specialized. `value` is the real object."""

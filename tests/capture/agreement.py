@@ -74,30 +74,86 @@ def capture_breaks(path: Path, oracle) -> FileAgreement:
     return result
 
 
-def explain_difference(kind: str, line: int, rule: str, source_line: str, reason: str) -> str | None:
-    """Why capture and Dynamo legitimately differ here (None: unexplained)."""
+def explain_difference(kind: str, line: int, rule: str, source_line: str, reason: str, context) -> str | None:
+    """Why capture and Dynamo legitimately differ here (None: unexplained). `context` knows the
+    fixture's AST and annotations."""
     text = source_line.strip()
+    note = text.partition("#")[2].lower()
     if kind == "extra":  # capture breaks, Dynamo does not
+        if "eager" in note or "not reported" in note or "skip" in note:
+            return ("the fixture notes Dynamo runs this frame eagerly here (skipped after an earlier break); "
+                    "capture keeps capturing")
+        if context.after_break_in_frame(line):
+            return ("Dynamo gave up on this frame at an earlier break inside a loop or try/with (it runs the "
+                    "rest eagerly and reports nothing more); capture keeps capturing after it")
         if text.startswith("assert "):
             return "Dynamo turns `assert` on a tensor into _assert_async; capture runs the assert in Python"
         if "f\"" in text or "f'" in text or "format(" in text:
             return "capture breaks where an f-string formats a tensor; Dynamo defers it to where the string is used"
         if "random." in text:
             return "Dynamo traces some random.* calls (e.g. random.uniform); capture runs them in Python"
-        if rule == "FL000" and ("runs in Python" in reason or "outside the function" in reason):
-            return ("Python-level side effect capture does not replay inside a region (Dynamo replays it "
-                    "after the graph)")
+        if rule == "FL122" or ".numpy()" in text:
+            return "Dynamo translates NumPy to torch (torch._numpy); capture runs NumPy in Python"
+        if "ndarray" in reason:
+            return "Dynamo translates NumPy to torch (torch._numpy); capture runs NumPy in Python"
+        if "computed in Python at run time" in reason:
+            return ("an object a statement made in Python (deepcopy, a constructor) is used in Python by capture; "
+                    "Dynamo specializes on it (and recompiles when it is a new object)")
+        if "constructs a" in reason:
+            return ("capture does not build Python objects inside a region (Dynamo inlines their __init__, "
+                    "e.g. torch.distributions); the statement runs in Python")
+        if "checkpoint" in text:
+            return "Dynamo traces activation checkpointing as a higher-order op; capture runs it in Python"
+        if "id()" in reason:
+            return "Dynamo gives id() a fake value inside the graph; capture runs it in Python"
+        if "torch.tensor(" in text:
+            return "torch.tensor() over tensors: Dynamo rewrites it to a stack; capture runs it in Python"
+        if "max(" in text or "min(" in text:
+            return "Python max/min over tensors compare values; Dynamo rewrites them to torch.maximum/minimum"
         if "grad mode other than its region's" in reason:
             return "a library function toggles grad mode internally; capture keeps it in Python"
         if "Tensor.data" in reason or "grad_fn" in reason:
             return "capture does not trace autograd metadata access; Dynamo does"
+        if "Counter" in text:
+            return "collections.Counter is built in Python by capture; Dynamo models it"
+        if text.startswith("try:"):
+            return "capture runs try statements in Python (so run-time exceptions reach the handler); Dynamo traces them"
     if kind == "missing":  # Dynamo breaks, capture does not
-        if rule in ("FL110", "FL111", "FL112", "FL113") and ("try" in reason or "with" in reason):
-            return "inside try/with Dynamo skips the whole frame; capture runs that statement in Python"
+        if rule == "FL000" and "tolist" in context.previous_lines(line):
+            return ("Dynamo cannot iterate what .tolist() made in its resume function (GB4347); capture "
+                    "iterates the Python list, guarded")
     return None
 
 
+class Context:
+    """What explain_difference may look at in one fixture."""
+
+    def __init__(self, path: Path, expected: set):
+        import ast
+        self.lines = path.read_text().splitlines()
+        self.tree = ast.parse(path.read_text())
+        self.expected = expected
+
+    def previous_lines(self, line: int, n: int = 3) -> str:
+        return "\n".join(self.lines[max(0, line - 1 - n):line - 1])
+
+    def after_break_in_frame(self, line: int) -> bool:
+        """Is there an annotated break earlier in the same function, inside a loop or try/with
+        (Dynamo skips the rest of such a frame)?"""
+        import ast
+        for fn in ast.walk(self.tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
+                    not fn.lineno <= line <= fn.end_lineno:
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, (ast.For, ast.While, ast.Try, ast.With)):
+                    if any(node.lineno <= e < line and e <= node.end_lineno for e, _ in self.expected):
+                        return True
+        return False
+
+
 def compare(result: FileAgreement, lines: list[str]):
+    context = Context(result.path, result.expected)
     exp = result.expected
     obs = result.observed
     for line, rule in sorted(obs - exp):
@@ -107,12 +163,12 @@ def compare(result: FileAgreement, lines: list[str]):
             why = "same line, rule differs: capture names the operation, the annotation the construct"
             result.explained.append(("rule", line, rule, why))
             continue
-        why = explain_difference("extra", line, rule, lines[line - 1], result.reasons.get((line, rule), ""))
+        why = explain_difference("extra", line, rule, lines[line - 1], result.reasons.get((line, rule), ""), context)
         (result.explained if why else result.unexplained).append(("extra", line, rule, why))
     for line, rule in sorted(exp - obs):
         if any(o_line == line for o_line, _ in obs):
             continue
-        why = explain_difference("missing", line, rule, lines[line - 1], "")
+        why = explain_difference("missing", line, rule, lines[line - 1], "", context)
         (result.explained if why else result.unexplained).append(("missing", line, rule, why))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import io
+import random
 
 import torch
 
@@ -33,6 +34,10 @@ def clone(v, memo=None):
 
 def same(a, b, path="out", atol=1e-5, rtol=1e-4):
     """None if equal, else a description of the first difference."""
+    if isinstance(a, torch.nn.Module):  # two copies of a module: compare their state
+        if type(a) is not type(b):
+            return f"{path}: {type(a).__name__} vs {type(b).__name__}"
+        return same(dict(a.state_dict()), dict(b.state_dict()), path + ".state_dict()", atol, rtol)
     if isinstance(a, torch.Tensor):
         if not isinstance(b, torch.Tensor):
             return f"{path}: tensor vs {type(b).__name__}"
@@ -79,6 +84,7 @@ def run_once(fn, args, kwargs, seed=0):
     args, kwargs = clone(args, memo), clone(kwargs, memo)
     out = io.StringIO()
     torch.manual_seed(seed)
+    random.seed(seed)
     with contextlib.redirect_stdout(out):
         try:
             result = fn(*args, **kwargs)

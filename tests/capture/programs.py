@@ -773,3 +773,20 @@ def item_used_in_tensor_math(x):
 def float_argument(x, alpha):
     return x * alpha + torch.sigmoid(x).mul(alpha), x.sub(alpha)
 
+
+
+@case((torch.tensor([0, 1, 2, 1, 0, 2]), torch.tensor([0, 1, 1, 1, 2, 2])))
+def fallback_writes_into_own_dict(preds, target):
+    recalls = {}
+    for c in range(3):
+        hit = (preds == c) & (target == c)
+        recalls[c] = (hit.sum() / (target == c).sum().clamp(min=1)).item()
+    return recalls
+
+
+@case((torch.tensor([7]),), (torch.tensor([0]),))
+def fallback_then_append(token):
+    generated = [token]
+    while len(generated) <= 4 and generated[-1].item() != 0:
+        generated.append(generated[-1] * 2 % 9)
+    return torch.cat(generated), len(generated)

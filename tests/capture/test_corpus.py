@@ -1,0 +1,66 @@
+"""The analyzer's corpus (realistic model code annotated with real Dynamo's graph breaks):
+every case runs compiled vs eager, and capture's breaks agree line by line with the annotations
+up to the differences explained in agreement.py."""
+import contextlib
+import io
+import warnings
+
+import pytest
+import torch
+
+from fuselens.compiler.capture import compile as fl_compile
+
+from . import agreement
+from .harness import run_once, same
+
+ORACLE = agreement._oracle()
+FILES = sorted((agreement.ROOT / "tests" / "corpus").glob("*.py"))
+
+
+def _cases():
+    out = []
+    for path in FILES:
+        module, _ = ORACLE.load_fixture(path)
+        for name in getattr(module, "CASES", {}):
+            out.append((path, name))
+    return out
+
+
+CASES = _cases()
+# Cases whose result cannot match by design: they return ids/uuids/clock readings, or (GuardedPrint)
+# print only `if not torch.compiler.is_compiling()`, which is True under fuselens.compile as under
+# torch.compile.
+NOT_COMPARABLE = {"hash_of_tensor", "stamp_run", "timestamped", "timed_step", "GuardedPrint"}
+
+
+@pytest.mark.parametrize("path,name", CASES, ids=[f"{p.stem}:{n}" for p, n in CASES])
+def test_corpus_case_matches_eager(path, name):
+    if name in NOT_COMPARABLE:
+        pytest.skip("nondeterministic by design (see NOT_COMPARABLE)")
+    module, _ = ORACLE.load_fixture(path)
+    make = module.CASES[name]
+    torch.manual_seed(0)
+    eager_root, args = make()[:2]
+    torch.manual_seed(0)
+    compiled_root, args2 = make()[:2]
+    with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+        warnings.simplefilter("ignore")
+        ref = run_once(eager_root, args, {})
+        got = run_once(fl_compile(compiled_root), args2, {})
+    diff = same(ref[0], got[0], atol=1e-4, rtol=1e-3)
+    assert diff is None, diff
+    assert ref[1] == got[1], f"printed {got[1]!r}, eager printed {ref[1]!r}"
+    assert same(ref[2], got[2], "args", 1e-4, 1e-3) is None
+
+
+def test_breaks_agree_with_dynamo_annotations():
+    results = agreement.run(FILES)
+    unexplained = [(r.path.name, u) for r in results for u in r.unexplained]
+    assert not unexplained, unexplained
+    errors = [e for r in results for e in r.errors if "torch.compile" not in e]
+    assert not errors, errors
+    agree = sum(len({ln for ln, _ in r.expected} & {ln for ln, _ in r.observed}) for r in results)
+    annotated = sum(len({ln for ln, _ in r.expected}) for r in results)
+    assert agree >= annotated - 2
+
+
