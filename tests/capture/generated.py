@@ -12,11 +12,11 @@ import torch.nn.functional as F
 _COUNTER = itertools.count()
 
 
-def make_function(src: str, name: str):
+def make_function(src: str, name: str, extra=None):
     filename = f"<fuselens-generated-{next(_COUNTER)}>"
     lines = src.splitlines(keepends=True)
     linecache.cache[filename] = (len(src), None, lines, filename)
-    namespace = {"torch": torch, "F": F}
+    namespace = {"torch": torch, "F": F, **(extra or {})}
     exec(compile(src, filename, "exec"), namespace)
     return namespace[name]
 

@@ -14,11 +14,26 @@ UNARY = ["torch.sin({})", "torch.relu({})", "{}.abs()", "torch.tanh({})", "F.gel
 BINARY = ["{} + {}", "{} - {}", "{} * {}", "torch.maximum({}, {})", "torch.where({0} > {1}, {0}, {1})"]
 
 
+def helper_print(t):
+    u = t * 2
+    print("helper", u.shape)
+    return u + 1
+
+
+def helper_branch(t):
+    if t.sum() > 0:
+        return t - 1
+    return t + 1
+
+
+HELPERS = {"helper_print": helper_print, "helper_branch": helper_branch}
+
+
 @st.composite
 def programs(draw):
     tensors = ["x", "y"]
     counter = [0]
-    lines = ["def prog(x, y, n, flag):"]
+    lines = ["def prog(x, y, n, flag, state):", "    acc = []"]
 
     def fresh():
         counter[0] += 1
@@ -32,7 +47,8 @@ def programs(draw):
         for _ in range(draw(st.integers(1, budget))):
             kind = draw(st.sampled_from(
                 ["unary", "binary", "reduce", "pyif", "flagif", "ddif", "loop", "print", "item", "inplace",
-                 "while", "view"] if depth < 2 else ["unary", "binary", "reduce", "print", "item", "inplace"]))
+                 "while", "view", "helper", "nograd", "append", "ret", "store"] if depth < 2 else
+                ["unary", "binary", "reduce", "print", "item", "inplace", "helper", "append", "store"]))
             if kind == "unary":
                 v = fresh()
                 lines.append(f"{pad}{v} = {draw(st.sampled_from(UNARY)).format(pick())}")
@@ -79,10 +95,38 @@ def programs(draw):
                 lines.append(f"{pad}{v} = {pick()}[0:2]")
                 lines.append(f"{pad}{v}.mul_(2)")
                 tensors.append(v)
+            elif kind == "helper":
+                v = fresh()
+                lines.append(f"{pad}{v} = {draw(st.sampled_from(sorted(HELPERS)))}({pick()})")
+                tensors.append(v)
+            elif kind == "nograd":
+                v = fresh()
+                lines.append(f"{pad}with torch.no_grad():")
+                lines.append(f"{pad}    {v} = {pick()} * 3")
+                tensors.append(v)
+            elif kind == "append":
+                lines.append(f"{pad}acc.append({pick()}.sum())")
+            elif kind == "ret":
+                lines.append(f"{pad}if {pick()}.mean() > 0.5:")
+                lines.append(f"{pad}    return {pick()}, len(acc), n")
+            elif kind == "store":
+                lines.append(f"{pad}state.k = state.k + 1")
+                lines.append(f"{pad}state.t = {pick()}.sum()")
 
     block(1, 0, 6)
-    lines.append(f"    return {pick()}, {pick()}, n")
+    lines.append(f"    return {pick()}, {pick()}, n, len(acc), torch.stack(acc) if acc else None")
     return "\n".join(lines) + "\n"
+
+
+class State:
+    """A Python object the program updates (attribute stores are replayed side effects)."""
+
+    def __init__(self):
+        self.k, self.t = 0, None
+
+    def __eq__(self, other):
+        return type(other) is State and self.k == other.k and (
+            self.t is other.t or (self.t is not None and other.t is not None and torch.allclose(self.t, other.t)))
 
 
 X = torch.randn(4, 5, generator=torch.Generator().manual_seed(3))
@@ -94,9 +138,9 @@ Y = torch.randn(4, 5, generator=torch.Generator().manual_seed(4))
           derandomize=not os.environ.get("FL_HYP_RANDOM"), suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(programs())
 def test_random_program(src):
-    fn = make_function(src, "prog")
-    calls = [((X, Y, 2, True), {}), ((-X, Y, 2, True), {}), ((X * 0.1, -Y, 0, False), {}),
-             ((X, Y, 3, True), {}), ((-X, Y, 2, True), {})]
+    fn = make_function(src, "prog", HELPERS)
+    calls = [((X, Y, 2, True, State()), {}), ((-X, Y, 2, True, State()), {}), ((X * 0.1, -Y, 0, False, State()), {}),
+             ((X, Y, 3, True, State()), {}), ((-X, Y, 2, True, State()), {})]
     try:
         check(fn, calls)
     except AssertionError as e:
