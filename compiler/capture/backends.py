@@ -53,10 +53,12 @@ class Backend:
 
 
 class _AtenGraphBackend(Backend):
-    """Back ends that run the aten graph; it has autocast's casts in it already."""
+    """Back ends that run the aten graph; it has autocast's casts in it already. The aten graph
+    holds the sizes it was recorded with: other sizes (dynamic=True) replay the torch-level calls."""
 
     def compile(self, region, example_inputs):
-        return _without_autocast(region, self.compile_aten(region.gm, example_inputs))
+        run = _without_autocast(region, self.compile_aten(region.gm, example_inputs))
+        return _same_sizes_only(run, region.tgm, example_inputs) if region.dynamic else run
 
     def compile_aten(self, gm, example_inputs):
         raise NotImplementedError
@@ -112,6 +114,17 @@ class CallableBackend(_AtenGraphBackend):
 
     def compile_aten(self, gm, example_inputs):
         return self.fn(gm, example_inputs)
+
+
+def _same_sizes_only(compiled, fallback, example_inputs):
+    sig = [(tuple(x.shape), x.stride(), x.dtype) if isinstance(x, torch.Tensor) else None for x in example_inputs]
+
+    def run(*args):
+        for a, s in zip(args, sig):
+            if s is not None and (tuple(a.shape), a.stride(), a.dtype) != s:
+                return fallback(*args)
+        return compiled(*args)
+    return run
 
 
 def _without_autocast(region, run):

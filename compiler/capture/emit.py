@@ -51,6 +51,7 @@ class EmitMixin:
         if not outs and not r.has_effects():
             return
         r.finish(outs)
+        r.dynamic = any(type(v) is TVar and v.dyn for v in r.inputs)
         self.regions.append(r)
         names = [self.out_name(tv, live) for tv in outs]
         out_ids = {id(tv) for tv in outs}

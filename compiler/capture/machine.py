@@ -17,7 +17,7 @@ from .interp import LIBRARY_MODULES, ExprMixin
 from .program import Jump, Program, Raised
 from .stores import StoreMixin
 from .tensors import Tracer
-from .values import INPLACE_BINOPS, Break, Closure, Ext, TVar, VarSource
+from .values import INPLACE_BINOPS, ArgSource, Break, Closure, Ext, TVar, VarSource
 
 
 class BreakInfo:
@@ -67,6 +67,7 @@ class Capture(ExprMixin, CallMixin, EmitMixin, StoreMixin):
         self.pending = GuardSet(1)  # checked before the next emitted statement (after a break)
         self.entry.state()
         self.impure = False  # has a statement that may change outside state run in Python?
+        self.sizes_seen = False
         self.fallback_seen = False
         self.router = _Router(self)
         self.init_stores()
@@ -116,8 +117,16 @@ class Capture(ExprMixin, CallMixin, EmitMixin, StoreMixin):
             entry = self.tracer.reals.get(id(tv))
             label = tv.source.describe() if tv.source is not None else "tensor"
             group = self.group_for(tv.source)
-            dims = self.owner.dynamic_dims(entry[0]) if group is self.entry else ()
+            dims = ()
+            if group is self.entry and self.point.root and isinstance(tv.source.root(), ArgSource):
+                dims = self.owner.dynamic_dims(entry[0])
+                tv.dyn = bool(dims)
             group.tensor(tv, entry[0], label, dims)
+
+    def observe(self, tv):
+        """Python saw sizes of `tv`: with dynamic=True, this unit then holds for these sizes only."""
+        if tv.dyn:
+            self.sizes_seen = True
 
     def guard_alias(self, tv, source):
         self.guards_now().alias(lambda c: c.tensor_expr(tv), source, tv.source.describe())

@@ -39,6 +39,7 @@ class Region:
         self.run = None
         self.name = ""
         self.autograd = "none needed"
+        self.dynamic = False  # some input may come with other sizes (dynamic=True)
 
     # -- undo --
     def log_mark(self) -> int:

@@ -156,6 +156,8 @@ class CompiledFunction:
         name = f"{self.info.name.strip('<>')}_{point.name}_v{index}"
         if point.root:
             cap.entry.code_is(_ConstSource(self.fn), self.fn)
+        if cap.sizes_seen:  # Python read sizes of a dynamic input: guard them all exactly
+            cap.entry.tensors = [(tv, real, (), label) for tv, real, _, label in cap.entry.tensors]
         header = [f"transformed from {self.info.qualname} ({self.info.filename}:{self.info.node.lineno})",
                   f"entry point: {point.name}" + (f" (line {point.cont.line()})" if point.name != "root" else "")]
         fn, src = cap.prog.build(name, header)
@@ -196,7 +198,7 @@ class CompiledFunction:
     def dynamic_dims(self, real):
         if not self.dynamic:
             return ()
-        return tuple(i for i, s in enumerate(real.shape) if s > 1 and i == 0)
+        return tuple(i for i, s in enumerate(real.shape) if s > 1)  # 0 and 1 stay specialized
 
     def variants(self):
         points = [self.root, *self.points.values()]

@@ -215,6 +215,24 @@ def _dynamic_floats(func, args, kwargs) -> set:
             and isinstance(a.source.root(), (ArgSource, VarSource))}
 
 
+_SIZE_FREE = {"dim", "ndimension", "is_floating_point", "is_complex", "element_size", "get_device", "is_signed",
+              "is_tensor", "result_type", "can_cast", "promote_types", "is_conj", "is_neg", "has_names",
+              "is_inference"}
+
+
+def _tvars(x):
+    out, stack = [], [x]
+    while stack:
+        v = stack.pop()
+        if type(v) is TVar:
+            out.append(v)
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+    return out
+
+
 def _has_tvar(out) -> bool:
     return type(out) is TVar or isinstance(out, (list, tuple)) and any(type(x) is TVar for x in out)
 
@@ -312,6 +330,8 @@ class Tracer:
     def tensor_attr(self, tv: TVar, name: str):
         if name in _META_ATTRS:
             self.cap.use_meta(tv)
+            if name in ("shape", "nbytes"):
+                self.cap.observe(tv)
             return getattr(tv.fake, name)
         if name == "is_meta":
             return False
@@ -357,6 +377,16 @@ class Tracer:
                 out = self._run_fake(func, fargs, fkwargs)
                 templates.record(key, region, mark, fargs, fkwargs, out)
             out = self._wrap(out)
+        dyn = [a for a in _tvars((args, kwargs)) if a.dyn]
+        if dyn:  # results depend on dynamic sizes; Python values computed from them are observations
+            if _has_tvar(out):
+                for t in _tvars(out):
+                    if id(t) in region.created:
+                        t.dyn = True
+                if type(out) in (list, tuple):  # how many tensors came back (split, unbind) may vary
+                    self.cap.observe(dyn[0])
+            elif getattr(func, "__name__", "") not in _SIZE_FREE:
+                self.cap.observe(dyn[0])
         added = [n for kind, n, _ in region.log[mark:] if kind == "node" and n.graph is region.graph]
         if added or _has_tvar(out):
             region.torch_call(func, self._torch_args(args, floats), self._torch_args(kwargs, floats), out,

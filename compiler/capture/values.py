@@ -297,13 +297,14 @@ class TVar:
 
     `cap` is the capture that owns it; `fake` carries shape/stride/dtype/device/requires_grad."""
 
-    __slots__ = ("cap", "fake", "source", "pending_guard", "__weakref__")
+    __slots__ = ("cap", "fake", "source", "pending_guard", "dyn", "__weakref__")
 
     def __init__(self, cap, fake, source=None):
         self.cap = cap
         self.fake = fake
         self.source = source  # where it was read from (None: computed in the trace)
         self.pending_guard = False
+        self.dyn = False  # its sizes may differ from the fake's (dynamic=True): reading them matters
 
     # Python's isinstance() consults __class__: user code asking `isinstance(x, torch.Tensor)` or
     # `isinstance(p, nn.Parameter)` gets the answer for the real tensor.
@@ -351,11 +352,13 @@ class TVar:
         if self.fake.dim() == 0:
             raise TypeError("len() of a 0-d tensor")
         self.cap.cap.use_meta(self)
+        self.cap.cap.observe(self)
         return self.fake.shape[0]
 
     def __iter__(self):
         if self.fake.dim() == 0:
             raise TypeError("iteration over a 0-d tensor")
+        self.cap.cap.observe(self)
         return iter(self.cap.torch_call(torch.Tensor.unbind, (self, 0), {}))
 
     def __contains__(self, item):

@@ -145,3 +145,19 @@ def test_random_program(src):
         check(fn, calls)
     except AssertionError as e:
         raise AssertionError(f"{e}\nprogram:\n{src}") from None
+
+
+@settings(max_examples=int(os.environ.get("FL_HYP_N", 60)), deadline=None,
+          derandomize=not os.environ.get("FL_HYP_RANDOM"), suppress_health_check=[HealthCheck.too_slow])
+@given(programs())
+def test_random_program_dynamic_sizes(src):
+    """The same grammar with dynamic=True, called with other sizes: a program that never reads a
+    size in Python is reused; one that does must still be right."""
+    from fuselens.compiler.capture import compile as fl_compile
+    fn = make_function(src, "prog", HELPERS)
+    calls = [((X, Y, 2, True, State()), {}), ((X[:3], Y[:3], 2, True, State()), {}),
+             ((-X[:, :2], Y[:, :2], 2, True, State()), {}), ((X[:2, :3] * 0.1, -Y[:2, :3], 0, False, State()), {})]
+    try:
+        check(fn, calls, compiled=fl_compile(fn, dynamic=True))
+    except AssertionError as e:
+        raise AssertionError(f"{e}\nprogram:\n{src}") from None
