@@ -42,6 +42,22 @@ _CONTAINER_MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "
                        "symmetric_difference_update"}
 
 
+def grad_decorator(func):
+    """The grad mode a `@torch.no_grad()`-style decorator wrapper sets, or None if `func` is not one."""
+    code = getattr(func, "__code__", None)
+    if code is None or code.co_name != "decorate_context" or not code.co_filename.endswith("_contextlib.py") \
+            or not hasattr(func, "__wrapped__"):  # (functools.wraps copied __module__ from the function)
+        return None
+    cells = dict(zip(code.co_freevars, func.__closure__ or ()))
+    factory = cells.get("ctx_factory")
+    ctx = getattr(factory.cell_contents, "__self__", None) if factory is not None else None
+    if type(ctx) in (torch.no_grad, torch.enable_grad):
+        return type(ctx) is torch.enable_grad
+    if type(ctx) is torch.set_grad_enabled:
+        return bool(ctx.mode)
+    return None
+
+
 def _module_of(func) -> str:
     owner = getattr(func, "__self__", None)
     if owner is not None and not isinstance(owner, types.ModuleType) and not isinstance(owner, type):
@@ -142,11 +158,15 @@ class CallMixin:
         raise Break(f"call to {_name(func)} (not traceable: no Python source)", None, node)
 
     def _plain(self, v):
-        """Arguments for concrete Python calls: Ext values specialized, closures callable."""
-        if type(v) is Ext:
+        """Arguments for concrete Python calls: Ext values specialized (also inside tuples and
+        lists the function built), closures callable."""
+        t = type(v)
+        if t is Ext:
             return self.concrete(v)
-        if type(v) is Closure:
+        if t is Closure:
             return _ClosureCallable(self, v)
+        if t is tuple and any(type(x) in (Ext, Closure, tuple) for x in v):
+            return tuple(self._plain(x) for x in v)
         return v
 
     def construct(self, cls, args, kwargs, node):
@@ -187,8 +207,7 @@ class CallMixin:
                 return self.prepare_inline(call, args, kwargs, node)
             return None
         module = func.__module__ or ""
-        if func.__code__.co_name == "decorate_context" and hasattr(func, "__wrapped__") and \
-                func.__code__.co_filename.endswith("_contextlib.py"):  # functools.wraps copied __module__
+        if grad_decorator(func) is not None or func.__code__.co_name == "decorate_context":
             return self._decorated_frame(func, args, kwargs, node)
         if _disabled(func):
             raise Break(f"{func.__qualname__} is marked torch.compiler.disable", "FL130", node)
@@ -214,15 +233,9 @@ class CallMixin:
     def _decorated_frame(self, func, args, kwargs, node):
         """`@torch.no_grad()` / `@torch.enable_grad()` / `@torch.set_grad_enabled(b)` functions: the
         wrapped function, run under that grad mode."""
-        cells = dict(zip(func.__code__.co_freevars, func.__closure__ or ()))
-        factory = cells.get("ctx_factory")
-        ctx = getattr(factory.cell_contents, "__self__", None) if factory is not None else None
-        if type(ctx) in (torch.no_grad, torch.enable_grad):
-            grad = type(ctx) is torch.enable_grad
-        elif type(ctx) is torch.set_grad_enabled:
-            grad = bool(ctx.mode)
-        else:
-            raise Break(f"{func.__qualname__} is decorated with {type(ctx).__name__}", None, node)
+        grad = grad_decorator(func)
+        if grad is None:
+            raise Break(f"{func.__qualname__} is decorated with a context manager", None, node)
         frame = self.prepare_inline(func.__wrapped__, args, kwargs, node)
         if frame is not None:
             frame.ambient = self.ambient.with_grad(grad)

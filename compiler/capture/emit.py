@@ -142,7 +142,8 @@ class EmitMixin:
                     shared.append((prog.fresh("__v"), c))
                 seen.add(id(c))
         self.assign(shared)
-        self.assign([(var, value) for var, value in needed.items() if prog.holder.get(var) is not value])
+        self.assign([(var, value) for var, value in needed.items()
+                     if var not in prog.holder or prog.holder[var] is not value])
 
     def define_closure(self, c):
         """Python code about to run needs an interpreted lambda/def: define it in the program,

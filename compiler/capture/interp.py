@@ -204,10 +204,10 @@ class ExprMixin:
     def binop(self, fn, a, b):
         # with a tensor on the other side, an outside float goes to the op as is (it may become a
         # region input instead of a constant)
-        if type(a) is Ext and not (type(b) is TVar and type(a.value) is float):
-            a = self.concrete(a)
-        if type(b) is Ext and not (type(a) is TVar and type(b.value) is float):
-            b = self.concrete(b)
+        if not (type(b) is TVar and type(a) is Ext and type(a.value) is float):
+            a = self._plain(a)
+        if not (type(a) is TVar and type(b) is Ext and type(b.value) is float):
+            b = self._plain(b)
         return fn(a, b)
 
     def _unaryop(self, node, scope):
@@ -251,7 +251,7 @@ class ExprMixin:
                 return result if op == "In" else not result
             if type(b) is TVar:
                 raise Break("`in` on a tensor (data-dependent)", "FL101")
-        return CMPOPS[op](self.concrete(a), self.concrete(b))
+        return CMPOPS[op](self._plain(a), self._plain(b))
 
     def identical(self, a, b) -> bool:
         for x, y in ((a, b), (b, a)):

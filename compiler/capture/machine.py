@@ -788,7 +788,7 @@ class RenderCtx:
 
     def arg(self, name):
         prog = self.cap.prog
-        if self.mode == "entry" or prog.holder.get(name) is self.cap.params.get(name):
+        if self.mode == "entry" or (name in prog.holder and prog.holder[name] is self.cap.params.get(name)):
             return name
         alias = f"__fl_a_{name}"
         if alias not in prog.rt:

@@ -61,6 +61,10 @@ class CompiledFunction:
     """`fuselens.compile(fn)`: captures on first call, dispatches on guards afterwards."""
 
     def __init__(self, fn, backend="eager", fullgraph=False, dynamic=False, bound_self=None):
+        from .calls import grad_decorator
+        self.grad = grad_decorator(fn)  # @torch.no_grad() on the function itself: capture what it wraps
+        if self.grad is not None:
+            fn = fn.__wrapped__
         self.fn = fn
         self.info = func_info(fn)
         self.backend = Backend.get(backend)
@@ -110,7 +114,7 @@ class CompiledFunction:
             self.root.variants.clear()
             self.root.cont = self._root_point(self.binder.params).cont
         if point.root:
-            point.cont.ambient = Ambient.current()
+            point.cont.ambient = Ambient.current() if self.grad is None else Ambient.current().with_grad(self.grad)
         reason = point.why_missed(args)
         if len(point.variants) >= CACHE_LIMIT:
             return self._over_limit(point, args, reason)
@@ -235,7 +239,7 @@ def _compile(src, name, consts, user_globals):
 
 def _make_binder(info, fn):
     """A function with `fn`'s signature returning its parameters as a tuple (Python binds them)."""
-    sig = list(inspect.signature(fn).parameters.values())
+    sig = list(inspect.signature(fn, follow_wrapped=False).parameters.values())
     posonly = [p for p in sig if p.kind is p.POSITIONAL_ONLY]
     parts, consts = [], {}
     for i, p in enumerate(sig):

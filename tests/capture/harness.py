@@ -19,8 +19,11 @@ def clone(v, memo=None):
     memo = {} if memo is None else memo
     if isinstance(v, torch.Tensor):
         if id(v) not in memo:
-            c = torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device=v.device)
-            c.copy_(v.detach())
+            if torch._debug_has_internal_overlap(v) == 0:  # keep the layout (strides matter to guards)
+                c = torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device=v.device)
+                c.copy_(v.detach())
+            else:  # expanded (stride 0) tensors: a dense copy
+                c = v.detach().clone()
             memo[id(v)] = c.requires_grad_(True) if v.requires_grad else c
         return memo[id(v)]
     if isinstance(v, list):
