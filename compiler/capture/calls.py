@@ -11,7 +11,7 @@ import torch
 
 from .frames import Frame, Unsupported, closure_info, func_info
 from .guards import constant_like
-from .interp import ExtMethod
+from .objects import ExtMethod
 from .tensors import BoundTensorMethod, torch_callable
 from .values import AttrSource, Break, CallSource, Closure, DefaultSource, Ext, TVar, contains
 

@@ -223,6 +223,19 @@ class Frame:
         return self.prefix + name
 
 
+class Loc:
+    """Where an op came from (for node metadata and region line maps)."""
+
+    __slots__ = ("filename", "line", "col", "function", "code")
+
+    def __init__(self, filename, line, col, function, code):
+        self.filename, self.line, self.col, self.function, self.code = filename, line, col, function, code
+
+    def stack_trace(self):
+        return f'  File "{self.filename}", line {self.line}, in {self.function}\n    {self.code}\n'
+
+
+
 # --- continuation entries ------------------------------------------------------------------------
 
 class Block:
