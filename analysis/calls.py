@@ -12,6 +12,18 @@ from .fixes import fix_for
 from .index import ClassInfo, FunctionInfo
 from .kinds import Ty
 
+LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log", "fatal"}
+SKIPPED_CALLS = {
+    "time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.time_ns",
+    "time.perf_counter_ns", "time.monotonic_ns", "time.sleep", "random.random", "random.choice",
+    "random.sample", "uuid.uuid1", "uuid.uuid4", "uuid.uuid3", "uuid.uuid5",
+    "datetime.datetime.now", "datetime.datetime.utcnow", "datetime.datetime.today", "datetime.date.today",
+    "datetime.now", "datetime.utcnow", "datetime.today", "date.today",
+}
+STREAM_CALLS = {"sys.stdout.write", "sys.stderr.write", "sys.stdout.flush", "sys.stderr.flush"}
+AUTOGRAD_CALLS = {"torch.autograd.grad", "torch.autograd.backward"}
+PARAMETER_CALLS = {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
+GRAPH_BREAK_CALLS = {"torch._dynamo.graph_break"}
 BUILTIN_NON_TENSOR = {"isinstance": K.T_BOOL, "issubclass": K.T_BOOL, "hasattr": K.T_BOOL, "callable": K.T_BOOL,
                       "id": K.T_INT, "type": K.T_OBJ, "super": K.T_OBJ, "getattr": K.T_UNKNOWN,
                       "setattr": K.T_NONE, "dict": K.T_OBJ, "set": K.T_OBJ, "object": K.T_OBJ,
@@ -46,7 +58,7 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
         if receiver.kind == K.MODULE:
             return module_method(walker, node, func.attr, receiver, args, kwargs)
         if receiver.kind == K.LOGGER:
-            if func.attr in walker_log_methods():
+            if func.attr in LOG_METHODS:
                 walker.report("FL111", node, "Logging call: logging.Logger methods are not traceable",
                               fix=fix_for("FL111", walker, None, node))
             return K.T_NONE
@@ -94,12 +106,6 @@ def _plain_python(ty: Ty) -> bool:
     if ty.kind == K.SEQ:
         return isinstance(ty.ref, Ty) and ty.ref.kind in K.PLAIN_KINDS
     return ty.kind in K.PLAIN_KINDS
-
-
-def walker_log_methods():
-    from .checker import LOG_METHODS
-
-    return LOG_METHODS
 
 
 def _holds_tensors(ty: Ty) -> bool:
@@ -278,11 +284,8 @@ def module_call(walker, node: ast.Call, module: Ty, args: list[Ty], kwargs: dict
 
 # --- library calls -----------------------------------------------------------------------------
 def library_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
-    from .checker import (AUTOGRAD_CALLS, GRAPH_BREAK_CALLS, PARAMETER_CALLS, SKIPPED_CALLS,
-                          STREAM_CALLS)
-
     if dotted.startswith("torch."):
-        return torch_call(walker, node, dotted, args, kwargs, AUTOGRAD_CALLS, PARAMETER_CALLS, GRAPH_BREAK_CALLS)
+        return torch_call(walker, node, dotted, args, kwargs)
     head, _, last = dotted.rpartition(".")
     if dotted in SKIPPED_CALLS:
         walker.report("FL121", node, f"`{dotted}()` is not traceable: Dynamo skips it and the graph breaks")
@@ -290,7 +293,7 @@ def library_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: di
     if dotted in STREAM_CALLS or last in ("write", "writelines") and head.startswith("sys."):
         walker.report("FL113", node, f"`{dotted}()` writes to a stream")
         return K.T_NONE
-    if head == "logging" and last in walker_log_methods():
+    if head == "logging" and last in LOG_METHODS:
         walker.report("FL111", node, "Logging call: logging is not traceable",
                       fix=fix_for("FL111", walker, None, node))
         return K.T_NONE
@@ -333,18 +336,18 @@ def library_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: di
     return K.T_UNKNOWN
 
 
-def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict, autograd, parameters, graph_break) -> Ty:
+def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
     name = dotted.rsplit(".", 1)[1]
     if dotted in ("torch.save", "torch.load"):
         walker.report("FL121", node, f"`{dotted}` is skipped by Dynamo: the graph breaks")
         return K.T_UNKNOWN
-    if dotted in graph_break:
+    if dotted in GRAPH_BREAK_CALLS:
         walker.report("FL131", node, "torch._dynamo.graph_break() ends the graph here")
         return K.T_NONE
-    if dotted in autograd:
+    if dotted in AUTOGRAD_CALLS:
         walker.report("FL142", node, f"`{dotted}` inside compiled code runs outside the graph")
         return K.T_TENSOR_SEQ
-    if dotted in parameters:
+    if dotted in PARAMETER_CALLS:
         walker.report("FL141", node, "nn.Parameter created inside compiled code")
         return K.T_TENSOR
     if dotted in K.TORCH_NON_TENSOR:

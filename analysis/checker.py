@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from . import kinds as K
 from .findings import CallSite, Finding, Fix, Span
+from .calls import evaluate_call
 from .fixes import fix_for
 from .index import COMPILE, EXPORT, SCRIPT, TRACE, ClassInfo, FunctionInfo, ModuleIndex
 from .kinds import Ty
@@ -29,19 +30,6 @@ TRACE_EQUIVALENT = {"FL101": "FL201", "FL102": "FL202", "FL103": "FL202", "FL104
                     "FL110": "FL204", "FL111": "FL204", "FL112": "FL204", "FL113": "FL204",
                     "FL301": "FL203"}
 
-LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log", "fatal"}
-SKIPPED_CALLS = {
-    "time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.time_ns",
-    "time.perf_counter_ns", "time.monotonic_ns", "time.sleep", "random.random", "random.choice",
-    "random.sample", "uuid.uuid1", "uuid.uuid4", "uuid.uuid3", "uuid.uuid5",
-    "datetime.datetime.now", "datetime.datetime.utcnow", "datetime.datetime.today", "datetime.date.today",
-    "datetime.now", "datetime.utcnow", "datetime.today", "date.today",
-}
-STREAM_CALLS = {"sys.stdout.write", "sys.stderr.write", "sys.stdout.flush", "sys.stderr.flush"}
-AUTOGRAD_CALLS = {"torch.autograd.grad", "torch.autograd.backward"}
-PARAMETER_CALLS = {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
-GRAPH_BREAK_CALLS = {"torch._dynamo.graph_break"}
-DYNAMIC_SHAPE_FUNCS = {f"torch.{name}" for name in K.DYNAMIC_SHAPE_OPS}
 # Parameter names that are hyper-parameters, not tensors, when a root leaves them unannotated.
 SCALAR_PARAM_NAMES = {"dim", "axis", "n", "k", "p", "eps", "scale", "temperature", "top_k", "top_p", "steps",
                       "num_steps", "max_len", "max_length", "max_new_tokens", "size", "stride", "padding",
@@ -1012,8 +1000,6 @@ class FunctionWalker:
         return K.T_UNKNOWN
 
     def expr_Call(self, node: ast.Call) -> Ty:
-        from .calls import evaluate_call  # the call rules live in their own module
-
         return evaluate_call(self, node)
 
     # --- user functions ------------------------------------------------------------------------
