@@ -7,6 +7,7 @@ compile never fails a user's program; `FUSELENS_STRICT=1` turns such fallbacks i
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -36,6 +37,29 @@ class CompileInfo:
     fallback: str = ""                       # why the graph runs eagerly, if it does
     compile_seconds: float = 0.0
     kernel_names: list = field(default_factory=list)
+    kernel_details: list = field(default_factory=list)  # KernelDetail per kernel, in kernel_names order
+
+
+@dataclass
+class KernelDetail:
+    """Structured provenance of one generated kernel (the comment block in `source`, as data)."""
+
+    name: str
+    origins: list    # (aten op, source path or "", 1-based line or None) per fused FX node
+    buffers: list    # (buffer name, shape, dtype name, bytes) of every buffer it reads or writes
+    bytes: int       # sum of those: each buffer touched once (an estimate of its memory traffic)
+
+
+def _kernel_detail(kernel, buffer_names, program) -> KernelDetail:
+    origins = []
+    for name in kernel.origins:
+        op, loc = program.origins.get(name, (name, ""))
+        path, _, line = loc.rpartition(":")
+        origins.append((op, path, int(line)) if line.isdigit() else (op, "", None))
+    buffers = [(b, tuple(buf.shape), str(buf.dtype).replace("torch.", ""),
+                math.prod(buf.shape) * buf.dtype.itemsize)
+               for b in buffer_names for buf in [program.buffers[b]]]
+    return KernelDetail(kernel.name, origins, buffers, sum(b[3] for b in buffers))
 
 
 def _strict() -> bool:
@@ -109,6 +133,7 @@ def build(gm: torch.fx.GraphModule, example_inputs, device_backend: str = "cpp")
     if current:
         segments.append(current)
     params = {k.name: kernel_params(k) for k in kernels}
+    info.kernel_details = [_kernel_detail(k, params[k.name], program) for k in kernels]
     seg_params = [segment_params(seg, params) for seg in segments]
     if device_backend == "triton":
         from .codegen_triton import render_module, load_module
