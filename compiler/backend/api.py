@@ -7,7 +7,6 @@ compile never fails a user's program; `FUSELENS_STRICT=1` turns such fallbacks i
 from __future__ import annotations
 
 import ctypes
-import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -18,11 +17,12 @@ import torch.fx
 from . import debug
 from .cache import compile_many
 from .codegen_cpp import kernel_params, render_unit, segment_params
+from .details import KernelDetail, details  # noqa: F401 - KernelDetail re-exported
 from .ir import Node
 from .loops import optimize
 from .lowering import lower
 from .memplan import plan_memory
-from .runtime import Runner
+from .runtime import Runner, Unit
 from .scheduler import Kernel, Store, schedule
 
 
@@ -38,28 +38,7 @@ class CompileInfo:
     compile_seconds: float = 0.0
     kernel_names: list = field(default_factory=list)
     kernel_details: list = field(default_factory=list)  # KernelDetail per kernel, in kernel_names order
-
-
-@dataclass
-class KernelDetail:
-    """Structured provenance of one generated kernel (the comment block in `source`, as data)."""
-
-    name: str
-    origins: list    # (aten op, source path or "", 1-based line or None) per fused FX node
-    buffers: list    # (buffer name, shape, dtype name, bytes) of every buffer it reads or writes
-    bytes: int       # sum of those: each buffer touched once (an estimate of its memory traffic)
-
-
-def _kernel_detail(kernel, buffer_names, program) -> KernelDetail:
-    origins = []
-    for name in kernel.origins:
-        op, loc = program.origins.get(name, (name, ""))
-        path, _, line = loc.rpartition(":")
-        origins.append((op, path, int(line)) if line.isdigit() else (op, "", None))
-    buffers = [(b, tuple(buf.shape), str(buf.dtype).replace("torch.", ""),
-                math.prod(buf.shape) * buf.dtype.itemsize)
-               for b in buffer_names for buf in [program.buffers[b]]]
-    return KernelDetail(kernel.name, origins, buffers, sum(b[3] for b in buffers))
+    extern_details: list = field(default_factory=list)  # KernelDetail per extern torch call, in run order
 
 
 def _strict() -> bool:
@@ -99,14 +78,10 @@ def _apply_inplace(kernels, plan):
                     phase[i] = Store(plan.inplace[s.buf], s.index, s.value)
 
 
-def _cpp_segments(lib, seg_params):
-    fns = []
-    for i, params in enumerate(seg_params):
-        cfn = getattr(lib, f"seg{i}")
-        cfn.argtypes, cfn.restype = [ctypes.c_void_p], None
-        array = ctypes.c_void_p * len(params)
-        fns.append(lambda ts, cfn=cfn, array=array: cfn(array(*[t.data_ptr() for t in ts])))
-    return fns
+def _cpp_unit(lib, symbol: str, params) -> Unit:
+    cfn = getattr(lib, symbol)
+    cfn.argtypes, cfn.restype = [ctypes.c_void_p] * len(params), None
+    return Unit(symbol, cfn, params, pointers=True)
 
 
 def build(gm: torch.fx.GraphModule, example_inputs, device_backend: str = "cpp"):
@@ -133,21 +108,24 @@ def build(gm: torch.fx.GraphModule, example_inputs, device_backend: str = "cpp")
     if current:
         segments.append(current)
     params = {k.name: kernel_params(k) for k in kernels}
-    info.kernel_details = [_kernel_detail(k, params[k.name], program) for k in kernels]
+    info.kernel_details, info.extern_details = details(steps, params, program, device_backend)
     seg_params = [segment_params(seg, params) for seg in segments]
     if device_backend == "triton":
         from .codegen_triton import render_module, load_module
         info.source = render_module(segments, params, program.buffers, program.origins)
         debug.log(4, "generated source:\n" + info.source)
         module = load_module(info.source)
-        seg_fns = [getattr(module, f"seg{i}") for i in range(len(segments))]
-        runner = Runner(program, steps, plan, segments, seg_params, seg_fns, gm)
+        units = [Unit("+".join(k.name for k in seg), getattr(module, f"seg{i}"), seg_params[i], pointers=False)
+                 for i, seg in enumerate(segments)]
+        runner = Runner(program, steps, plan, segments, units, gm)
     else:
         info.source = render_unit(segments, params, program.buffers, program.origins)
         debug.log(4, "generated source:\n" + info.source)
         lib = compile_many([info.source])[0] if segments else None
-        runner = Runner(program, steps, plan, segments, seg_params, _cpp_segments(lib, seg_params), gm,
-                        take_error=lib.fl_take_error if lib is not None else None)
+        units = [_cpp_unit(lib, f"seg{i}", p) for i, p in enumerate(seg_params)]
+        runner = Runner(program, steps, plan, segments, units, gm,
+                        take_error=lib.fl_take_error if lib is not None else None,
+                        kernel_units={k.name: _cpp_unit(lib, k.name, params[k.name]) for k in kernels})
     info.compile_seconds = time.perf_counter() - t0
     debug.log(1, f"compiled graph: {info.kernels} kernels, {info.externs} externs, "
                  f"{info.compile_seconds * 1e3:.1f} ms ({device_backend})")
@@ -195,12 +173,25 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, *, device_backend: s
         return fallback
 
     first = get(list(example_inputs))
+    if first is fallback:
+        def compiled(*args):
+            return get(args)(*args)
+    else:
+        run, matches = first.run, first.matches
 
-    def compiled(*args):
-        runner = first if (first is not fallback and first.matches(args)) else get(args)
-        return runner(*args)
+        def compiled(*args):
+            if matches(args):
+                return run(*args)
+            return get(args)(*args)
+
+    def profile_kernels(*args, repeats: int = 10) -> list:
+        """[{"name", "ms"}] per kernel and extern call (names as in `fuselens_info`'s details) for
+        these inputs; empty when they run with torch (see `fuselens_info.fallback`)."""
+        runner = get(args)
+        return [] if runner is fallback else runner.profile_kernels(args, repeats)
 
     compiled.fuselens_info = info
+    compiled.profile_kernels = profile_kernels
     return compiled
 
 

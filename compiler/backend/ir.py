@@ -262,8 +262,8 @@ class Node:
 
     def reads(self) -> set[str]:
         if self.kind == "extern":
-            return {a.name for a in _flatten(self.args) if isinstance(a, BufRef)} | {
-                a.name for a in _flatten(list(self.kwargs.values())) if isinstance(a, BufRef)}
+            return {a.name for a in flatten_args(self.args) if isinstance(a, BufRef)} | {
+                a.name for a in flatten_args(list(self.kwargs.values())) if isinstance(a, BufRef)}
         return {n.arg for n in loads(self.expr)}
 
 
@@ -277,9 +277,9 @@ class BufRef:
     offset: int = 0
 
 
-def _flatten(xs):
+def flatten_args(xs):
     for x in xs:
         if isinstance(x, (list, tuple)):
-            yield from _flatten(x)
+            yield from flatten_args(x)
         else:
             yield x

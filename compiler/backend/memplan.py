@@ -29,11 +29,12 @@ def _fresh_result(node: Node) -> bool:
     return schema is not None and all(r.alias_info is None for r in schema.returns) and not schema.is_mutable
 
 
-def _nbytes(buf) -> int:
-    if not buf.shape:
-        return buf.dtype.itemsize
-    extent = 1 + sum((s - 1) * st for s, st in zip(buf.shape, buf.strides) if s > 0)
-    return max(extent, 1) * buf.dtype.itemsize if prod(buf.shape) else 0
+def nbytes(shape, strides, dtype) -> int:
+    """Bytes spanned by a strided tensor (a broadcast dimension, stride 0, adds nothing)."""
+    if not shape:
+        return dtype.itemsize
+    extent = 1 + sum((s - 1) * st for s, st in zip(shape, strides) if s > 0)
+    return max(extent, 1) * dtype.itemsize if prod(shape) else 0
 
 
 def _reads(step) -> set:
@@ -71,7 +72,8 @@ def plan_memory(steps: list, program) -> MemoryPlan:
         for b in _writes(step):
             if b in plan.outputs or b in plan.inplace:
                 continue
-            size = (_nbytes(program.buffers[b]) + 63) // 64 * 64
+            buf = program.buffers[b]
+            size = (nbytes(buf.shape, buf.strides, buf.dtype) + 63) // 64 * 64
             hole = next((h for h in sorted(free, key=lambda h: h[1]) if h[1] >= size), None)
             if hole is not None:
                 free.remove(hole)

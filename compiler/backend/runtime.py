@@ -1,18 +1,23 @@
 """Executes a compiled graph: kernel segments (C++ through ctypes, or Triton launchers), extern
 ops through torch.
 
-All per-call work is precomputed into flat lists of slot numbers; a call only fills slots with
-tensors, makes one foreign call per kernel segment and one torch call per extern.
+The steps of a graph are turned into the source of one small Python function per runner (like
+Inductor's wrapper code): each call only binds tensors to locals, makes one foreign call per kernel
+segment and one torch call per extern, with every shape, dtype and slot resolved at build time.
+The same generator, asked for a profiling variant, times each kernel (or segment) and extern on
+its own; normal calls never pay for it.
 """
 from __future__ import annotations
 
+import math
 import sys
 import threading
+import time
 
 import torch
 from torch.utils import _pytree as pytree
 
-from .ir import BufRef, Node, walk
+from .ir import BufRef, Node, prod, walk
 
 POOL_MIN_BYTES = 1 << 18  # outputs at least this big are recycled once the caller drops them
 
@@ -20,145 +25,228 @@ POOL_MIN_BYTES = 1 << 18  # outputs at least this big are recycled once the call
 class OutputPool:
     """Graph outputs the caller has dropped are reused: a fresh large tensor costs page faults."""
 
-    def __init__(self):
+    def __init__(self, shape, strides, dtype):
+        self.shape, self.strides, self.dtype = shape, strides, dtype
         self.free: list = []
 
-    def take(self, shape, strides, dtype):
+    def take(self):
         for t in self.free:
             if (sys.getrefcount(t) == 3 and t._use_count() == 1
                     and torch._C._storage_Use_Count(t.untyped_storage()._cdata) == 2):
                 return t
-        t = torch.empty_strided(shape, strides, dtype=dtype)
+        t = torch.empty_strided(self.shape, self.strides, dtype=self.dtype)
         self.free = ([t] + self.free)[:2]
         return t
 
 
+class Unit:
+    """One foreign entry point: `fn` runs kernels on the buffers `params` (pointer arguments when
+    `pointers`, else one list of tensors); `name` is what profiles report."""
+
+    def __init__(self, name, fn, params, pointers):
+        self.name, self.fn, self.params, self.pointers = name, fn, params, pointers
+
+
+class _Emitter:
+    """Python source of a runner function; values it cannot spell become numbered globals."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self.globals: dict = {}
+
+    def const(self, value, hint="K") -> str:
+        if value is None or type(value) in (bool, int, str) or (type(value) is float and math.isfinite(value)):
+            return repr(value)
+        if type(value) is tuple and all(type(v) is int for v in value):
+            return repr(value)
+        name = f"{hint}{len(self.globals)}"
+        self.globals[name] = value
+        return name
+
+    def value(self, obj, slot, bufs) -> str:
+        """A Python expression for an argument structure holding BufRefs."""
+        if isinstance(obj, BufRef):
+            s, buf = f"s{slot[obj.name]}", bufs[obj.name]
+            if obj.shape is None or (tuple(obj.shape) == buf.shape and tuple(obj.strides) == buf.strides
+                                     and not obj.offset):
+                return s
+            return f"{s}.as_strided({tuple(obj.shape)!r}, {tuple(obj.strides)!r}, {s}.storage_offset() + {obj.offset})"
+        if isinstance(obj, (list, tuple)):
+            items = [self.value(x, slot, bufs) for x in obj]
+            if isinstance(obj, list):
+                return f"[{', '.join(items)}]"
+            return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+        if isinstance(obj, dict):
+            return "{" + ", ".join(f"{k!r}: {self.value(v, slot, bufs)}" for k, v in obj.items()) + "}"
+        return self.const(obj)
+
+
 class Runner:
-    def __init__(self, program, steps, plan, segments, seg_params, seg_fns, fallback, take_error=None):
-        """`seg_fns[i](tensors)` runs kernel segment i on the tensors of its `seg_params[i]`;
-        `take_error()` says whether a kernel saw an out-of-range index since the last call."""
+    def __init__(self, program, steps, plan, segments, seg_units, fallback, take_error=None, kernel_units=None):
+        """`seg_units[i]` runs kernel segment i; `kernel_units` (optional, name -> Unit) run single
+        kernels, for profiles; `take_error()` says whether a kernel saw an out-of-range index."""
         self.fallback = fallback
-        self.take_error = take_error
         slot = {}
         for name in program.buffers:
             slot.setdefault(name, len(slot))
         for b, target in plan.inplace.items():
             slot[b] = slot[target]
-        self.nslots = len(program.buffers)
-        self.input_slots = [slot[n] for n in program.inputs]
         bufs = program.buffers
         self.signature = [(bufs[n].shape, bufs[n].strides, bufs[n].dtype) for n in program.inputs]
-        self.arena_bytes = plan.arena_bytes
-        self.arena_views = [(slot[b], off, bufs[b]) for b, off in plan.arena_offset.items()]
-        self.arena = None
+        self.arena = _arena(plan, bufs)
+        self.arena_views = [(slot[b], bufs[b]) for b in plan.arena_offset]
         self.lock = threading.Lock()
         self.pools: dict = {}
-        self.steps = []
+        self._inputs = [f"s{slot[n]}" for n in program.inputs]
+        self._plan = []  # ("extern", node) | ("segment", index, kernels)
         kernel_seg = {k.name: si for si, seg in enumerate(segments) for k in seg}
-        done_segs = set()
         for step in steps:
             if isinstance(step, Node):
-                self.steps.append(("extern", step.target, self._resolver(step.args, slot, bufs),
-                                   self._resolver(step.kwargs, slot, bufs), [slot[o] if o else None for o in step.outs]))
-                continue
-            si = kernel_seg[step.name]
-            if si in done_segs:
-                continue
-            done_segs.add(si)
-            params = seg_params[si]
-            allocs = []
-            for b in params:
-                if b in plan.arena_offset or b in plan.inplace or bufs[b].kind != "temp":
-                    continue
-                allocs.append((slot[b], bufs[b].shape, bufs[b].strides, bufs[b].dtype, b))
-            checks = take_error is not None and any(
-                n.op == "checkidx" for k in segments[si] for e in k.exprs() for n in walk([e]))
-            self.steps.append(("kernels", seg_fns[si], [slot[b] for b in params], allocs, checks))
-        self.outputs = [self._resolver(ref, slot, bufs) for ref in program.outputs]
-        self.output_tree = program.output_tree
-        # The common case, a flat tuple of outputs, is built without pytree.
-        leaves = pytree.tree_unflatten(list(range(len(self.outputs))), self.output_tree)
-        self.flat_tuple = isinstance(leaves, tuple) and list(leaves) == list(range(len(self.outputs)))
+                self._plan.append(("extern", step))
+            elif not self._plan or self._plan[-1][:2] != ("segment", kernel_seg[step.name]):
+                self._plan.append(("segment", kernel_seg[step.name], segments[kernel_seg[step.name]]))
+        self._slot, self._bufs, self._program = slot, bufs, program
+        self._seg_units, self._kernel_units = seg_units, kernel_units or {}
+        self._take_error = take_error
+        self._checks = {si for si, seg in enumerate(segments)
+                        if take_error is not None and any(n.op == "checkidx" for k in seg for e in k.exprs()
+                                                           for n in walk([e]))}
+        self._allocated = {b for b in bufs if b not in plan.arena_offset and b not in plan.inplace
+                           and bufs[b].kind == "temp"}
+        shared = self._function("shared")
+        private = self._function("private")
+        lock = self.lock
 
-    @staticmethod
-    def _resolver(obj, slot, bufs):
-        """A function env -> value for an argument structure holding BufRefs."""
-        def one(x):
-            if not isinstance(x, BufRef):
-                return lambda env: x
-            s, buf = slot[x.name], bufs[x.name]
-            if x.shape is None or (tuple(x.shape) == buf.shape and tuple(x.strides) == buf.strides and not x.offset):
-                return lambda env: env[s]
-            shape, strides, off = x.shape, x.strides, x.offset
-            return lambda env: env[s].as_strided(shape, strides, env[s].storage_offset() + off)
-        flat, spec = pytree.tree_flatten(obj, is_leaf=lambda x: isinstance(x, BufRef))
-        fns = [one(x) for x in flat]
-        if isinstance(obj, BufRef):
-            return fns[0]
-        return lambda env: pytree.tree_unflatten([f(env) for f in fns], spec)
-
-    def matches(self, args) -> bool:
-        for a, (shape, strides, dtype) in zip(args, self.signature):
-            if not isinstance(a, torch.Tensor) or a.dtype != dtype or a.shape != shape or a.stride() != strides:
-                return False
-        return len(args) == len(self.signature)
-
-    def _arena(self):
-        if self.arena is None:
-            store = torch.empty(max(self.arena_bytes, 1), dtype=torch.uint8)
-            views = []
-            for s, off, buf in self.arena_views:
-                n = max(buf.strides[d] * (buf.shape[d] - 1) for d in range(len(buf.shape))) + 1 if buf.shape else 1
-                flat = store[off:off + n * buf.dtype.itemsize].view(buf.dtype)
-                views.append((s, flat.as_strided(buf.shape, buf.strides)))
-            self.arena = views
-        return self.arena
+        def run(*args):
+            if lock.acquire(False):
+                try:
+                    return shared(*args)
+                finally:
+                    lock.release()
+            return private(*args)  # re-entrant or concurrent call: private intermediates
+        self.run = run
+        self.matches = self._matcher()
+        self._profiled = None
 
     def __call__(self, *args):
-        owns_arena = self.lock.acquire(blocking=False)
-        try:
-            return self._run(args, owns_arena)
-        finally:
-            if owns_arena:
-                self.lock.release()
+        return self.run(*args)
 
-    def _run(self, args, owns_arena):
-        env = [None] * self.nslots
-        for s, a in zip(self.input_slots, args):
-            env[s] = a
-        if owns_arena:
-            for s, t in self._arena():
-                env[s] = t
-        else:  # re-entrant or concurrent call: private intermediates
-            for s, _off, buf in self.arena_views:
-                env[s] = torch.empty_strided(buf.shape, buf.strides, dtype=buf.dtype)
-        for step in self.steps:
-            if step[0] == "extern":
-                _, target, args_fn, kwargs_fn, outs = step
-                result = target(*args_fn(env), **kwargs_fn(env))
-                for s, t in zip(outs, pytree.tree_leaves(result)):
-                    if s is not None:
-                        env[s] = t
-                continue
-            _, fn, slots, allocs, checks = step
-            for s, shape, strides, dtype, name in allocs:
-                if shape and strides and dtype.itemsize * max(1, _numel(shape)) >= POOL_MIN_BYTES:
-                    pool = self.pools.get(name)
-                    if pool is None:
-                        pool = self.pools[name] = OutputPool()
-                    env[s] = pool.take(shape, strides, dtype)
+    # ---- code generation -------------------------------------------------------------------------
+    def _matcher(self):
+        em = _Emitter()
+        names = [f"a{i}" for i in range(len(self.signature))]
+        tests = [f"len(args) == {len(names)}"]
+        for i, (shape, strides, dtype) in enumerate(self.signature):
+            d = em.const(dtype, "D")
+            tests.append(f"isinstance(args[{i}], Tensor) and args[{i}].dtype is {d} and args[{i}].shape == "
+                         f"{tuple(shape)!r} and args[{i}].stride() == {tuple(strides)!r}")
+        em.globals["Tensor"] = torch.Tensor
+        src = "def matches(args):\n    return " + " and ".join(tests) + "\n"
+        return _compile(src, "matches", em.globals)
+
+    def _function(self, mode: str):
+        """mode: "shared" (arena intermediates), "private" (fresh ones) or "profile" (shared, timed)."""
+        em = _Emitter()
+        slot, bufs = self._slot, self._bufs
+        g = em.globals
+        g.update(empty_strided=torch.empty_strided, leaves=pytree.tree_leaves, Tensor=torch.Tensor,
+                 fallback=self.fallback, take_error=self._take_error, unflatten=pytree.tree_unflatten,
+                 clock=time.perf_counter)
+        body = em.lines
+        for (s, buf), t in zip(self.arena_views, self.arena):
+            if mode == "private":
+                body.append(f"s{s} = empty_strided({buf.shape!r}, {buf.strides!r}, dtype={em.const(buf.dtype, 'D')})")
+            else:
+                body.append(f"s{s} = {em.const(t, 'A')}")
+        timed = []
+        for entry in self._plan:
+            if entry[0] == "extern":
+                node = entry[1]
+                call = (f"{em.const(node.target, 'E')}(*{em.value(tuple(node.args), slot, bufs)}, "
+                        f"**{em.value(dict(node.kwargs), slot, bufs)})")
+                lines = [f"r = {call}"]
+                if len(node.outs) == 1 and node.outs[0]:
+                    lines.append(f"s{slot[node.outs[0]]} = r if isinstance(r, Tensor) else leaves(r)[0]")
+                elif any(node.outs):
+                    lines.append("r = leaves(r)")
+                    lines += [f"s{slot[o]} = r[{i}]" for i, o in enumerate(node.outs) if o]
+                units = [(node.name, lines)]
+            else:
+                _, si, kernels = entry
+                for b in dict.fromkeys(b for b in self._seg_units[si].params if b in self._allocated):
+                    buf = bufs[b]
+                    if buf.shape and buf.dtype.itemsize * max(1, prod(buf.shape)) >= POOL_MIN_BYTES:
+                        pool = self.pools.setdefault(b, OutputPool(buf.shape, buf.strides, buf.dtype))
+                        body.append(f"s{slot[b]} = {em.const(pool, 'P')}.take()")
+                    else:
+                        body.append(f"s{slot[b]} = empty_strided({buf.shape!r}, {buf.strides!r}, "
+                                    f"dtype={em.const(buf.dtype, 'D')})")
+                per_kernel = mode == "profile" and all(k.name in self._kernel_units for k in kernels)
+                chosen = [self._kernel_units[k.name] for k in kernels] if per_kernel else [self._seg_units[si]]
+                units = [(u.name, [_unit_call(em, u, slot)]) for u in chosen]
+                if si in self._checks:
+                    units[-1][1].append("if take_error(): return fallback(*args)")
+            for name, lines in units:
+                if mode == "profile":
+                    timed.append(name)
+                    body.append("t0 = clock()")
+                    body.extend(lines)
+                    body.append(f"sync(); T.append(({name!r}, clock() - t0))")
                 else:
-                    env[s] = torch.empty_strided(shape, strides, dtype=dtype)
-            fn([env[s] for s in slots])
-            if checks and self.take_error():
-                return self.fallback(*args)  # eager raises the proper IndexError
-        if self.flat_tuple:
-            return tuple([f(env) for f in self.outputs])
-        return pytree.tree_unflatten([f(env) for f in self.outputs], self.output_tree)
+                    body.extend(lines)
+        outs = [em.value(ref, slot, bufs) if isinstance(ref, BufRef) else em.const(ref) for ref in self._program.outputs]
+        leaves_ = pytree.tree_unflatten(list(range(len(outs))), self._program.output_tree)
+        if isinstance(leaves_, tuple) and list(leaves_) == list(range(len(outs))):
+            body.append(f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
+        else:
+            body.append(f"return unflatten([{', '.join(outs)}], {em.const(self._program.output_tree, 'S')})")
+        params = ", ".join(self._inputs + (["sync", "T"] if mode == "profile" else []))
+        src = f"def run({params}):\n"
+        if self._checks:
+            src += f"    args = ({', '.join(self._inputs)}{',' if len(self._inputs) == 1 else ''})\n"
+        src += "".join(f"    {line}\n" for line in body)
+        return _compile(src, "run", g)
+
+    # ---- profiling -------------------------------------------------------------------------------
+    def profile_kernels(self, args, repeats: int = 10) -> list[dict]:
+        """Median time of each kernel (C++: each kernel; Triton: each segment) and each extern call
+        over `repeats` runs of the graph: [{"name", "ms"}] in execution order."""
+        if self._profiled is None:
+            self._profiled = self._function("profile")
+        cuda = any(isinstance(a, torch.Tensor) and a.is_cuda for a in args)
+        sync = torch.cuda.synchronize if cuda else (lambda: None)
+        runs = []
+        with self.lock:
+            for _ in range(max(1, repeats)):
+                times: list = []
+                sync()
+                self._profiled(*args, sync, times)
+                runs.append(times)
+        out = []
+        for i, (name, _) in enumerate(runs[0]):
+            samples = sorted(r[i][1] for r in runs if len(r) > i)
+            out.append({"name": name, "ms": samples[len(samples) // 2] * 1e3})
+        return out
 
 
-def _numel(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
+def _unit_call(em: _Emitter, unit: Unit, slot) -> str:
+    fn = em.const(unit.fn, "F")
+    if unit.pointers:
+        return f"{fn}({', '.join(f's{slot[b]}.data_ptr()' for b in unit.params)})"
+    return f"{fn}([{', '.join(f's{slot[b]}' for b in unit.params)}])"
+
+
+def _arena(plan, bufs) -> list:
+    """Views of one persistent allocation, one per arena buffer (allocated once per runner)."""
+    store = torch.empty(max(plan.arena_bytes, 1), dtype=torch.uint8)
+    views = []
+    for b, off in plan.arena_offset.items():
+        buf = bufs[b]
+        n = max(buf.strides[d] * (buf.shape[d] - 1) for d in range(len(buf.shape))) + 1 if buf.shape else 1
+        views.append(store[off:off + n * buf.dtype.itemsize].view(buf.dtype).as_strided(buf.shape, buf.strides))
+    return views
+
+
+def _compile(src: str, name: str, namespace: dict):
+    exec(compile(src, f"<fuselens {name}>", "exec"), namespace)  # noqa: S102 - our own generated source
+    return namespace[name]
