@@ -84,6 +84,8 @@ class CallMixin:
         special = _SPECIAL.get(id(func))
         if special is not None and special[0] is func:
             return special[1](self, args, kwargs, node)
+        if t is functools._lru_cache_wrapper:  # as Dynamo does: ignore the cache, inline the function
+            return self.call(func.__wrapped__, args, kwargs, node)
         if t is types.MethodType:
             owner = func.__self__
             if isinstance(owner, torch.nn.Module) and func.__func__ in _MODULE_LISTINGS:

@@ -108,3 +108,12 @@ def test_module_explain_and_guards():
     assert rep.path == "fuselens"
     assert any("self.lin.weight: Parameter float32[3, 4]" in g for g in rep.guards)
     assert any(g == "self.training is True" for g in rep.guards)
+
+
+def test_lru_cache_wrapper_is_inlined_like_dynamo():
+    x = torch.randn(3, 8)
+    rep = explain(ep.uses_lru_cached)(x)
+    assert rep.breaks == [] and len(rep.regions) == 1
+    lines = {line for _, line in rep.regions[0].lines}
+    assert ep.line_of(ep.cached_frequencies, "return 1.0") in lines
+    torch.testing.assert_close(fl_compile(ep.uses_lru_cached)(x), ep.uses_lru_cached(x))
