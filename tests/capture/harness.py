@@ -8,6 +8,8 @@ import copy
 import io
 import random
 
+import numpy as np
+
 import torch
 
 from fuselens.compiler.capture import compile as fl_compile
@@ -54,6 +56,10 @@ def same(a, b, path="out", atol=1e-5, rtol=1e-4):
         elif not torch.equal(a, b):
             return f"{path}: values differ"
         return None
+    if isinstance(a, np.ndarray):
+        if not isinstance(b, np.ndarray) or a.shape != b.shape or a.dtype != b.dtype:
+            return f"{path}: ndarray {a.dtype}{list(a.shape)} vs {type(b).__name__}"
+        return None if np.allclose(a, b, atol=atol, rtol=rtol, equal_nan=True) else f"{path}: values differ"
     if isinstance(a, BaseException):
         return None if type(a) is type(b) else f"{path}: raised {type(a).__name__} vs {type(b).__name__}: {b}"
     if isinstance(b, BaseException):
@@ -88,6 +94,7 @@ def run_once(fn, args, kwargs, seed=0):
     out = io.StringIO()
     torch.manual_seed(seed)
     random.seed(seed)
+    np.random.seed(seed)
     with contextlib.redirect_stdout(out):
         try:
             result = fn(*args, **kwargs)
