@@ -37,8 +37,9 @@ class FuseLensServer(LanguageServer):
         self.configs = ConfigResolver()
         self.analyses = Analyses(self)
         self.jobs: dict[object, asyncio.Task] = {}  # request id -> task running user code
-        self.results: dict[tuple[str, str, str], dict] = {}  # (uri, function, task) -> last result
-        self.lens_cache: dict[str, tuple[int | None, list]] = {}  # uri -> (version, roots)
+        self.save_jobs: dict[str, asyncio.Task] = {}  # uri -> on-save profiles running
+        self.profiles: dict = {}  # (uri, function) -> profiles.Profile, the last profile
+        self.scan_cache: dict = {}  # uri -> (version, roots.Scan), see outline.py
 
     # --- documents -----------------------------------------------------------------------
     def open_document(self, uri: str):
@@ -71,6 +72,14 @@ class FuseLensServer(LanguageServer):
             self.refresh_pull()
         elif state.analyzed_version is not None:
             self.diagnostics_ready(uri, state)
+
+    def views_changed(self) -> None:
+        """Asks the client to fetch code lenses and inlay hints again (a profile arrived)."""
+        caps = self.client_capabilities.workspace
+        if caps and caps.code_lens and caps.code_lens.refresh_support:
+            self.workspace_code_lens_refresh(None)
+        if caps and caps.inlay_hint and caps.inlay_hint.refresh_support:
+            self.workspace_inlay_hint_refresh(None)
 
     def refresh_pull(self) -> None:
         """Asks a pull client to pull again (results changed without an edit)."""

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from .handlers import code_actions, code_lens, documents, lifecycle, pull, run
+from .handlers import (code_actions, code_lens, documents, explain, inlay_hints, lifecycle, profile, pull, save,
+                       transformed)
 
 ROUTES = {
     types.INITIALIZE: lifecycle.initialize,
@@ -14,27 +15,32 @@ ROUTES = {
     types.TEXT_DOCUMENT_DID_OPEN: documents.did_open,
     types.TEXT_DOCUMENT_DID_CHANGE: documents.did_change,
     types.TEXT_DOCUMENT_DID_CLOSE: documents.did_close,
+    types.TEXT_DOCUMENT_DID_SAVE: save.did_save,
     types.TEXT_DOCUMENT_CODE_ACTION: code_actions.code_action,
     types.TEXT_DOCUMENT_CODE_LENS: code_lens.code_lens,
     types.CODE_LENS_RESOLVE: code_lens.resolve,
+    types.TEXT_DOCUMENT_INLAY_HINT: inlay_hints.inlay_hint,
     # Custom (namespaced) messages.
     "fuselens/setWorkspaceTrust": lifecycle.set_workspace_trust,
-    "fuselens/explainDynamo": run.explain_request,
-    "fuselens/transformedProgram": run.transformed_request,
-    "fuselens/profile": run.profile_request,
-    "fuselens/kernels": run.kernels_request,
-    "fuselens/kernelSource": run.kernel_source_request,
+    "fuselens/explainDynamo": explain.request,
+    "fuselens/transformedProgram": transformed.request,
+    "fuselens/profile": profile.request,
+    "fuselens/kernels": profile.kernels_request,
+    "fuselens/kernelSource": profile.kernel_source_request,
 }
 
 OPTIONS = {
     types.TEXT_DOCUMENT_CODE_ACTION: types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]),
     types.TEXT_DOCUMENT_CODE_LENS: types.CodeLensOptions(resolve_provider=True),
+    types.TEXT_DOCUMENT_DID_SAVE: types.SaveOptions(include_text=False),
+    types.TEXT_DOCUMENT_INLAY_HINT: types.InlayHintOptions(resolve_provider=False),
 }
 
 COMMANDS = {
-    "fuselens.explainDynamo": run.explain_command,
-    "fuselens.compileAndProfile": run.profile_command,
-    "fuselens.showTransformedProgram": run.transformed_command,
+    "fuselens.explainDynamo": explain.command,
+    "fuselens.compileAndProfile": profile.command,
+    "fuselens.showTransformedProgram": transformed.command,
+    "fuselens.showKernel": profile.show_kernel,
 }
 
 # Registered during initialize, only for clients that pull (see lifecycle.initialize).

@@ -28,6 +28,10 @@ class Settings:
     interpreter: tuple[str, ...] = (sys.executable,)
     worker_timeout_s: float = 120.0
     worker_memory_mb: int = 4096
+    # Profile again the functions profiled before when their file is saved (trusted workspaces only).
+    on_save: bool = False
+    # Defaults of Compile and profile's options (fuselens.compiler.profile.DEFAULTS), camelCase keys.
+    profile: dict = field(default_factory=dict)
 
     @property
     def debounce_s(self) -> float:
@@ -107,5 +111,36 @@ def parse_settings(raw: object, base: Settings | None = None) -> tuple[Settings,
                 problems.append("fuselens.worker.memoryMb must be an integer >= 256")
     elif worker is not None:
         problems.append("fuselens.worker must be an object")
+    execution = raw.get("execution")
+    if isinstance(execution, dict) and "onSave" in execution:
+        if isinstance(execution["onSave"], bool):
+            changes["on_save"] = execution["onSave"]
+        else:
+            problems.append("fuselens.execution.onSave must be true or false")
+    elif execution is not None and not isinstance(execution, dict):
+        problems.append("fuselens.execution must be an object")
+    if "profile" in raw:
+        value, problem = _profile_options(raw["profile"])
+        changes["profile"] = value
+        if problem:
+            problems.append(problem)
 
     return replace(settings, **changes), problems
+
+
+PROFILE_OPTIONS = {"torchCompile": bool, "torchCompileBudgetS": (int, float), "repeats": int, "warmup": int,
+                   "timingBudgetS": (int, float)}
+
+
+def _profile_options(raw) -> tuple[dict, str | None]:
+    if not isinstance(raw, dict):
+        return {}, "fuselens.profile must be an object"
+    kept, bad = {}, []
+    for key, value in raw.items():
+        kind = PROFILE_OPTIONS.get(key)
+        if kind is not None and isinstance(value, kind) and (kind is bool or not isinstance(value, bool)) \
+                and (kind is bool or value >= 0):
+            kept[key] = value
+        else:
+            bad.append(key)
+    return kept, (f"fuselens.profile: ignored {', '.join(bad)} (known: {', '.join(PROFILE_OPTIONS)})" if bad else None)

@@ -1,17 +1,23 @@
-"""Code lenses on compile roots and forward(): listed cheaply, commands filled in on resolve."""
+"""Code lenses: "Compile and profile" · "Explain with Dynamo" · "Show transformed program" on compile
+roots and forward() (titles filled in on resolve), and after a profile "→ kernel0" on each source
+line that fed a kernel."""
 from __future__ import annotations
-
-import asyncio
 
 from lsprotocol import types
 
-from ..roots import find_roots
+from ..convert import Positions
+from ..outline import document_scan
 
 LENSES = (
     ("profile", "Compile and profile", "fuselens.compileAndProfile"),
     ("explain", "Explain with Dynamo", "fuselens.explainDynamo"),
     ("transformed", "Show transformed program", "fuselens.showTransformedProgram"),
 )
+SHOW_KERNEL = "fuselens.showKernel"
+
+
+def _at(line: int) -> types.Range:
+    return types.Range(start=types.Position(line=line, character=0), end=types.Position(line=line, character=0))
 
 
 async def code_lens(ls, params: types.CodeLensParams):
@@ -19,34 +25,42 @@ async def code_lens(ls, params: types.CodeLensParams):
     document = ls.open_document(uri)
     if document is None:
         return None
-    version, text = document.version, document.source
-    if len(text) > ls.settings.max_file_kb * 1024:
+    if len(document.source) > ls.settings.max_file_kb * 1024:
         return []  # as for diagnostics: too big to scan as you type
-    cached = ls.lens_cache.get(uri)
-    if cached is not None and cached[0] == version:
-        roots = cached[1]
-    else:
-        # The parse runs on the analysis thread: a big file must not stall the event loop.
-        found = await asyncio.get_running_loop().run_in_executor(ls.analyses.executor, find_roots, text)
-        roots = found if found is not None else (cached[1] if cached else [])
-        ls.lens_cache[uri] = (version, roots)
-    lenses = []
-    for root in roots:
-        where = types.Range(start=types.Position(line=root.line, character=0),
-                            end=types.Position(line=root.line, character=0))
-        for kind, _title, _command in LENSES:
-            lenses.append(types.CodeLens(range=where, data={"uri": uri, "function": root.qualname, "kind": kind}))
+    found = await document_scan(ls, document)
+    lenses = [types.CodeLens(range=_at(root.line), data={"uri": uri, "function": root.qualname, "kind": kind})
+              for root in found.roots for kind, _title, _command in LENSES]
+    profiles = [p for (u, _f), p in ls.profiles.items() if u == uri]
+    if profiles:
+        lines = Positions(document.source).lines
+        rooted = {root.qualname for root in found.roots}
+        for profile in profiles:
+            span = found.spans.get(profile.function)
+            if span is not None and profile.function not in rooted:  # profiled by command, not a root
+                lenses.append(types.CodeLens(range=_at(span.start), data={
+                    "uri": uri, "function": profile.function, "kind": "profile"}))
+            for line, kernel in profile.kernel_lines(lines, span):
+                lenses.append(types.CodeLens(range=_at(line), command=types.Command(
+                    title=f"→ {kernel}", command=SHOW_KERNEL, arguments=[uri, profile.function, kernel])))
     return lenses
 
 
-def resolve(ls, lens: types.CodeLens) -> types.CodeLens:
+async def resolve(ls, lens: types.CodeLens) -> types.CodeLens:
     data = lens.data if isinstance(lens.data, dict) else {}
+    uri, function = data.get("uri"), data.get("function")
     for kind, title, command in LENSES:
         if data.get("kind") == kind:
-            result = ls.results.get((data.get("uri"), data.get("function"), "compile-profile"))
-            if kind == "profile" and result and result.get("summary"):
-                title = f"{result['summary']} · profile again"
-            lens.command = types.Command(title=title, command=command,
-                                         arguments=[data.get("uri"), data.get("function")])
+            profile = ls.profiles.get((uri, function))
+            if kind == "profile" and profile is not None and profile.result.get("summary"):
+                title = f"{profile.result['summary']}{await _edited(ls, profile)} · profile again"
+            lens.command = types.Command(title=title, command=command, arguments=[uri, function])
             break
     return lens
+
+
+async def _edited(ls, profile) -> str:
+    document = ls.open_document(profile.uri)
+    if document is None:
+        return ""
+    span = (await document_scan(ls, document)).spans.get(profile.function)
+    return " (before your edits)" if profile.edited(Positions(document.source).lines, span) else ""

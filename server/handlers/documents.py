@@ -42,6 +42,6 @@ def did_close(ls, params: types.DidCloseTextDocumentParams) -> None:
         return
     ls.open_uris.discard(uri)
     ls.analyses.forget(uri)
-    ls.lens_cache.pop(uri, None)
+    ls.scan_cache.pop(uri, None)
     if not ls.pull_mode:  # the editor keeps pushed diagnostics until told otherwise
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))

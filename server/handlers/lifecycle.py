@@ -80,6 +80,6 @@ def set_workspace_trust(ls, params) -> None:
 
 
 def shutdown(ls, params) -> None:
-    for task in list(ls.jobs.values()):
+    for task in [*ls.jobs.values(), *ls.save_jobs.values()]:
         task.cancel()
     ls.analyses.stop()

@@ -5,7 +5,7 @@ the standard library (and torch for the tasks that use it) — not pygls, not Fu
 
 Protocol (version 1): one JSON request on stdin; JSON lines on the *original* stdout, which
 the worker keeps for itself before pointing fd 1 at stderr (user prints cannot corrupt it):
-    {"event": "stage", "stage": "import"|"inputs"|"run", "message": "..."}
+    {"event": "stage", "stage": "import"|"inputs"|"run"|<a task's stage>, "message": "..."}
     {"event": "result", "result": {...}}
     {"event": "error", "kind": "...", "message": "...", "traceback": "..."}
 Exactly one of result/error ends a run that did not crash. See docs/server.md.
@@ -99,12 +99,13 @@ def main() -> int:
         module = load_module(path, request["source"], request.get("root"))
         stage = "inputs"
         channel.emit(event="stage", stage=stage, message=f"Building example inputs for {function}")
-        target, args, kwargs, how = inputs.resolve(module, function)
+        target, args, kwargs, (kind, how) = inputs.resolve(module, function, request["source"], path)
         stage = "run"
         channel.emit(event="stage", stage=stage, message=task.running_message(function))
         result = task.run(target, args, kwargs, path=path, source=request["source"], function=function,
-                          options=request.get("options", {}))
-        result["inputs"] = how
+                          options=request.get("options", {}),
+                          stage=lambda name, message: channel.emit(event="stage", stage=name, message=message))
+        result["inputs"], result["inputsSource"] = how, kind
     except tasks.TaskError as error:
         channel.emit(event="error", kind=error.kind, message=str(error), stage=stage)
         return 1

@@ -27,7 +27,7 @@ class DynamoExplain:
     def running_message(self, function: str) -> str:
         return f"Running torch._dynamo.explain on {function}"
 
-    def run(self, target, args, kwargs, *, path, source, function, options) -> dict:
+    def run(self, target, args, kwargs, *, path, source, function, options, stage=None) -> dict:
         import torch
 
         started = time.perf_counter()
@@ -119,41 +119,41 @@ def _gb_registry() -> dict:
         return {}
 
 
-class NeedsCompiler:
-    """Tasks served by the FuseLens compiler (fuselens.compile / fuselens.explain).
+class CompilerTask:
+    """Tasks served by the FuseLens compiler: `fuselens.compiler.profile.<entry>(fn, args, kwargs,
+    options, stage=..., function=...) -> dict` (it imports torch, so only in run())."""
 
-    The compiler is written separately; until it provides the entry point named here the task
-    answers "unavailable" — it never invents numbers."""
+    MODULE = "fuselens.compiler.profile"
 
-    def __init__(self, module: str, entry: str, what: str) -> None:
-        self.module, self.entry, self.what = module, entry, what
-        self._function = None
+    def __init__(self, entry: str, what: str) -> None:
+        self.entry, self.what = entry, what
 
     def prepare(self) -> None:
-        import importlib
+        import importlib.util
 
         try:
-            module = importlib.import_module(self.module)
-        except ImportError as error:
-            raise TaskError("unavailable", f"{self.what} needs the FuseLens compiler, which is not available "
-                                           f"in the worker's interpreter ({self.module}: {error})")
-        self._function = getattr(module, self.entry, None)
-        if self._function is None:
-            raise TaskError("unavailable", f"{self.what} needs {self.module}.{self.entry}(fn, args, kwargs, "
-                                           f"options) -> dict, which this FuseLens version does not provide yet")
+            found = importlib.util.find_spec(self.MODULE) is not None and importlib.util.find_spec("torch")
+        except ImportError:
+            found = False
+        if not found:
+            raise TaskError("unavailable", f"{self.what} needs torch and the FuseLens compiler ({self.MODULE}), "
+                                           "which the worker's interpreter cannot import (setting fuselens.interpreter)")
 
     def running_message(self, function: str) -> str:
         return f"{self.what}: {function}"
 
-    def run(self, target, args, kwargs, *, path, source, function, options) -> dict:
-        result = self._function(target, args, kwargs, options)
+    def run(self, target, args, kwargs, *, path, source, function, options, stage=None) -> dict:
+        import importlib
+
+        entry = getattr(importlib.import_module(self.MODULE), self.entry)
+        result = entry(target, args, kwargs, options, stage=stage, function=function)
         if not isinstance(result, dict):
-            raise TaskError("internal", f"{self.module}.{self.entry} returned {type(result).__name__}, not a dict")
+            raise TaskError("internal", f"{self.MODULE}.{self.entry} returned {type(result).__name__}, not a dict")
         return result
 
 
 TASKS = {
     "dynamo-explain": DynamoExplain(),
-    "compile-profile": NeedsCompiler("fuselens.compile", "profile_for_editor", "Compile and profile"),
-    "transformed-program": NeedsCompiler("fuselens.explain", "transformed_program", "Show transformed program"),
+    "compile-profile": CompilerTask("profile", "Compile and profile"),
+    "transformed-program": CompilerTask("transformed_program", "Show transformed program"),
 }

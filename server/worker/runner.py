@@ -50,7 +50,8 @@ class Job:
         return {"protocol": PROTOCOL, "task": self.task, "path": self.path, "source": self.source,
                 "function": self.function, "root": self.root, "options": self.options,
                 "limits": {"memory_bytes": self.memory_mb * 2**20,
-                           "cpu_seconds": int(self.timeout_s) + 5}}
+                           # CPU time counts every thread: a backstop, the timeout is what ends runs.
+                           "cpu_seconds": int(self.timeout_s * (os.cpu_count() or 1)) + 5}}
 
 
 async def run_job(job: Job, on_stage=None) -> dict:
@@ -132,8 +133,16 @@ def _outcome(returncode: int, state: dict, stderr) -> dict:
 
 
 def _doing(stage: str) -> str:
-    return {"start": "starting", "import": "importing the file", "inputs": "building the example inputs",
-            "run": "running the function"}.get(stage, stage)
+    return _STAGES.get(stage, stage)
+
+
+_STAGES = {
+    "start": "starting", "import": "importing the file", "inputs": "building the example inputs",
+    "run": "running the function", "capture": "capturing the function", "compile": "compiling with FuseLens",
+    "check": "checking the results against eager", "compile-torch": "compiling with torch.compile",
+    "time-eager": "timing eager", "time-torchCompile": "timing torch.compile", "time-fuselens": "timing FuseLens",
+    "timing": "timing eager, torch.compile and FuseLens",
+}
 
 
 def _kill(process) -> None:

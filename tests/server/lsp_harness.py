@@ -41,13 +41,21 @@ def make_client() -> LanguageClient:
     """pytest-lsp's client, but it also keeps every publishDiagnostics (with its version)."""
     client = LanguageClient(converter_factory=default_converter)
     client.published = []  # type: ignore[attr-defined]
+    client.refreshes = {"codeLens": 0, "inlayHint": 0}  # type: ignore[attr-defined]
 
     def publish(ls: LanguageClient, params: types.PublishDiagnosticsParams):
         ls.diagnostics[params.uri] = params.diagnostics
         ls.published.append((time.perf_counter(), params))
 
+    def refreshed(kind):
+        def handler(ls: LanguageClient, params):
+            ls.refreshes[kind] += 1
+        return handler
+
     features = dict(DEFAULT_CLIENT_FEATURES)
     features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = publish
+    features[types.WORKSPACE_CODE_LENS_REFRESH] = refreshed("codeLens")
+    features[types.WORKSPACE_INLAY_HINT_REFRESH] = refreshed("inlayHint")
     register_lsp_features(client, features)
     return client
 
@@ -56,7 +64,7 @@ CONFIG = ClientServerConfig(server_command=SERVER, client_factory=make_client)
 
 
 def capabilities(*, pull: bool = False, configuration: bool = False, progress: bool = False,
-                 document_changes: bool = False) -> types.ClientCapabilities:
+                 document_changes: bool = False, refresh: bool = False) -> types.ClientCapabilities:
     return types.ClientCapabilities(
         text_document=types.TextDocumentClientCapabilities(
             diagnostic=types.DiagnosticClientCapabilities() if pull else None,
@@ -66,7 +74,9 @@ def capabilities(*, pull: bool = False, configuration: bool = False, progress: b
         workspace=types.WorkspaceClientCapabilities(
             configuration=configuration,
             workspace_edit=types.WorkspaceEditClientCapabilities(document_changes=document_changes),
-            diagnostics=types.DiagnosticWorkspaceClientCapabilities(refresh_support=True) if pull else None),
+            diagnostics=types.DiagnosticWorkspaceClientCapabilities(refresh_support=True) if pull else None,
+            code_lens=types.CodeLensWorkspaceClientCapabilities(refresh_support=True) if refresh else None,
+            inlay_hint=types.InlayHintWorkspaceClientCapabilities(refresh_support=True) if refresh else None),
         window=types.WindowClientCapabilities(work_done_progress=progress),
     )
 
