@@ -6,7 +6,9 @@ real torch._dynamo 2.13 does, checked by tests/dynamo_oracle.py)?
 Every case of every fixture runs through `fuselens.explain`; the graph breaks it reports inside
 the fixture file are compared line by line with the `# expect: FL1xx GBnnnn` annotations
 (`--dynamo` also runs real Dynamo through the oracle and compares with that). Each disagreement
-is classified by `explain_difference`; one without an explanation is a bug to look at.
+is classified by `explain_difference`; one without an explanation is a bug to look at. The static
+analyzer's predictions are the third opinion: lines where it and Dynamo differ are listed with
+what capture did there (bench/corpus_score.py scores the analyzer itself).
 """
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ class FileAgreement:
     path: Path
     expected: set = field(default_factory=set)  # (line, rule) from annotations
     observed: set = field(default_factory=set)  # (line, rule) seen by capture
+    predicted: set = field(default_factory=set)  # lines where the static analyzer reports a graph break
     reasons: dict = field(default_factory=dict)  # (line, rule) -> capture's reason text
     errors: list = field(default_factory=list)
     explained: list = field(default_factory=list)  # (kind, line, rule, why)
@@ -176,15 +179,28 @@ def compare(result: FileAgreement, lines: list[str]):
         (result.explained if why else result.unexplained).append(("missing", line, rule, why))
 
 
+def analyzer_breaks(path: Path) -> set:
+    """Lines where the static analyzer predicts a graph break (the third opinion of the report)."""
+    from fuselens.analysis import RULES, analyze_source
+    report = analyze_source(path.read_text(), str(path))
+    return {f.span.line for f in report.findings
+            if f.code in RULES and RULES[f.code].category == "graph-break"}
+
+
 def run(files) -> list[FileAgreement]:
     oracle = _oracle()
     out = []
     for path in files:
         path = Path(path).resolve()
         result = capture_breaks(path, oracle)
+        result.predicted = analyzer_breaks(path)
         compare(result, path.read_text().splitlines())
         out.append(result)
     return out
+
+
+def lines_of(path: Path) -> list[str]:
+    return path.read_text().splitlines()
 
 
 def main(argv=None) -> int:
@@ -192,10 +208,12 @@ def main(argv=None) -> int:
     parser.add_argument("files", nargs="*")
     args = parser.parse_args(argv)
     files = args.files or sorted((ROOT / "tests" / "corpus").glob("*.py"))
-    total_exp = total_obs = agree = 0
+    total_exp = total_obs = agree = all_three = 0
     bad = 0
     for r in run(files):
-        both = {line for line, _ in r.expected} & {line for line, _ in r.observed}
+        dynamo, captured = {line for line, _ in r.expected}, {line for line, _ in r.observed}
+        both = dynamo & captured
+        all_three += len(both & r.predicted)
         total_exp += len({line for line, _ in r.expected})
         total_obs += len({line for line, _ in r.observed})
         agree += len(both)
@@ -207,9 +225,13 @@ def main(argv=None) -> int:
             print(f"  {kind} {line} {rule}: {why}")
         for kind, line, rule, _ in r.unexplained:
             print(f"  UNEXPLAINED {kind} {line} {rule}: {r.reasons.get((line, rule), '')}")
+        for line in sorted(dynamo ^ r.predicted):
+            who = "analyzer only" if line in r.predicted else "analyzer misses"
+            print(f"  static {line}: {who} (capture {'breaks' if line in captured else 'does not'}) "
+                  f"| {lines_of(r.path)[line - 1].strip()[:90]}")
         bad += len(r.unexplained)
     print(f"total: {agree} break lines in agreement; annotated {total_exp}, observed {total_obs}; "
-          f"unexplained {bad}")
+          f"unexplained {bad}; Dynamo, capture and the analyzer agree on {all_three}")
     return 1 if bad else 0
 
 
