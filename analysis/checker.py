@@ -1,10 +1,9 @@
 """Walks a function body the way Dynamo would trace it, and reports where tracing stops.
 
 An abstract interpreter over the AST: statements in order, an environment of type-lite
-values, calls into user functions followed with the argument types of the call site.
-Each function evaluation (function × mode × parameter types) is memoised with what it
-observed of the outside world, so after an edit only the edited function and the ones
-whose observations changed are walked again.
+values, calls into user functions followed with the argument types of the call site. A
+walk's result (an Evaluation) records what it observed of the outside world; memo.py
+memoises walks on that and decides when one must be redone.
 """
 from __future__ import annotations
 
@@ -12,11 +11,12 @@ import ast
 from dataclasses import dataclass, field
 
 from . import kinds as K
-from .findings import CallSite, Finding, Fix, Span
+from .findings import Span
 from .calls import evaluate_call
 from .fixes import fix_for
-from .index import COMPILE, EXPORT, SCRIPT, TRACE, ClassInfo, FunctionInfo, ModuleIndex
+from .index import COMPILE, EXPORT, TRACE, ClassInfo, FunctionInfo
 from .kinds import Ty
+from .params import annotation_type, bind_parameters
 from .rules import GRAPH_BREAK, RULES
 from .source import _split_lines
 
@@ -30,16 +30,6 @@ TRACE_EQUIVALENT = {"FL101": "FL201", "FL102": "FL202", "FL103": "FL202", "FL104
                     "FL110": "FL204", "FL111": "FL204", "FL112": "FL204", "FL113": "FL204",
                     "FL301": "FL203"}
 
-# Parameter names that are hyper-parameters, not tensors, when a root leaves them unannotated.
-SCALAR_PARAM_NAMES = {"dim", "axis", "n", "k", "p", "eps", "scale", "temperature", "top_k", "top_p", "steps",
-                      "num_steps", "max_len", "max_length", "max_new_tokens", "size", "stride", "padding",
-                      "training", "causal", "is_causal", "inplace", "keepdim", "reduction", "mode", "alpha",
-                      "beta", "gamma", "momentum", "lr", "weight_decay", "threshold", "iou_threshold",
-                      "label_smoothing", "ignore_index", "n_heads", "num_heads", "head_dim", "groups",
-                      "dropout", "base", "theta", "seq_len", "offset", "start_pos", "chunk_size",
-                      "block_size", "window", "window_size", "kernel_size", "margin", "smoothing", "tau"}
-SCALAR_PARAM_PREFIXES = ("num_", "n_", "max_", "min_", "use_", "is_", "return_", "with_", "do_", "has_")
-
 
 @dataclass
 class Evaluation:
@@ -47,262 +37,16 @@ class Evaluation:
 
     returns: Ty
     findings: list[tuple]  # (code, span relative to the def line, message, fix relative)
-    observations: list[tuple]  # (callee key, callee, params, call site, (returns, breaks)) relied on
+    observations: list[tuple]  # (callee, params or None if it did not parse, call site, (returns, breaks))
     breaks: bool = False  # tracing this function (inlined) hits a graph break somewhere
-
-
-@dataclass
-class Analysis:
-    """One analysis pass over the roots of a workspace."""
-
-    config: object
-    memo: dict = field(default_factory=dict)  # survives between passes (owned by the Workspace)
-    workspace: object = None
-    findings: dict = field(default_factory=dict)  # (path, line, code) → Finding
-    _active: set = field(default_factory=set)
-    _returns: dict = field(default_factory=dict)  # key → return type, in this pass
-    _collected: set = field(default_factory=set)
-
-    # --- entry points --------------------------------------------------------------------------
-    def run_root(self, mode: str, function: FunctionInfo) -> None:
-        if mode == SCRIPT or function.node is None:
-            return
-        params = root_parameters(function)
-        self.evaluate(function, mode, params, chain=(), depth=0)
-
-    def evaluate(self, function: FunctionInfo, mode: str, params: tuple, chain: tuple, depth: int):
-        """Walks `function` (or reuses a memoised walk); returns (return type, breaks?)."""
-        if function.node is None:  # does not parse (yet): nothing to follow
-            return (K.T_UNKNOWN, False)
-        key = (function.module.path, function.qualname, _segment_key(function), mode, params,
-               function.module.interface_key)
-        if key in self._returns:
-            self._collect(key, function, chain, depth)
-            return self._returns[key]
-        if key in self._active or depth > MAX_DEPTH:
-            return (K.T_UNKNOWN, False)
-        evaluation = self.memo.get(key)
-        if evaluation is not None and not self._still_valid(evaluation, function, chain, depth):
-            evaluation = None
-        if evaluation is None:
-            self._active.add(key)
-            try:
-                evaluation = FunctionWalker(self, function, mode, params, chain, depth).run()
-            finally:
-                self._active.discard(key)
-            self.memo[key] = evaluation
-        self._returns[key] = (evaluation.returns, evaluation.breaks)
-        self._collect(key, function, chain, depth)
-        return self._returns[key]
-
-    def _still_valid(self, evaluation: Evaluation, function: FunctionInfo, chain: tuple, depth: int) -> bool:
-        # Re-evaluate the callees the cached walk relied on, as they stand now; a callee that
-        # moved, vanished, (no longer) parses or returns something else means the caller
-        # must be walked again.
-        for callee_key, callee, params, rel_span, outcome in evaluation.observations:
-            current = self._current(callee, params)
-            if current is None:
-                return False
-            callee, params = current
-            if params is None:  # it did not parse then
-                if callee.node is not None:
-                    return False
-                continue
-            hop = _hop(function, rel_span)
-            if self.evaluate(callee, callee_key[3], params, chain + hop, depth + 1) != outcome:
-                return False
-        return True
-
-    def _current(self, callee: FunctionInfo, params: tuple):
-        if self.workspace is None:
-            return callee, params
-        function = self.workspace.current_function(callee)
-        if function is None:
-            return None
-        if params is None:
-            return function, None
-        refreshed = []
-        for ty in params:
-            if isinstance(ty.ref, ClassInfo):
-                cls = self.workspace.current_class(ty.ref)
-                if cls is None:
-                    return None
-                ty = ty.but(ref=cls)
-            refreshed.append(ty)
-        return function, tuple(refreshed)
-
-    def _collect(self, key, function: FunctionInfo, chain: tuple, depth: int) -> None:
-        if key in self._collected:
-            return
-        self._collected.add(key)
-        evaluation = self.memo[key]
-        base = function_base_line(function)
-        ignores = function.module.ignores
-        for code, rel, message, fix in evaluation.findings:
-            span = Span(rel.line + base, rel.column, rel.end_line + base, rel.end_column)
-            if not self.config.enabled(code):
-                continue
-            if span.line in ignores and (ignores[span.line] is None or code in ignores[span.line]):
-                continue
-            finding_key = (function.module.path, span.line, code)
-            if finding_key not in self.findings:
-                self.findings[finding_key] = Finding(code, function.module.path, span, message,
-                                                     function.qualname, chain, _rebase_fix(fix, base))
-        for callee_key, callee, params, rel_span, _outcome in evaluation.observations:
-            current = self._current(callee, params)
-            if current is not None and current[1] is None:
-                current[0].node  # parse it, as a fresh walk would: its syntax error gets reported
-            if current is not None and current[1] is not None:
-                self.evaluate(current[0], callee_key[3], current[1], chain + _hop(function, rel_span), depth + 1)
-
-
-def _segment_key(function: FunctionInfo) -> tuple:
-    """What identifies a function's body for the memo: its own block's text (a method has a
-    block of its own) and where in that block the def sits."""
-    key = function.segment_key
-    if key is None:
-        node = function.node
-        key = function.segment_key = (function.block.text, node.lineno, node.col_offset)
-    return key
-
-
-def _hop(function: FunctionInfo, rel: Span) -> tuple:
-    """The call site in `function` (span relative to its def line) as related information."""
-    base = function_base_line(function)
-    return (CallSite(function.module.path, Span(rel.line + base, rel.column, rel.end_line + base, rel.end_column),
-                     function.qualname),)
-
-
-def function_base_line(function: FunctionInfo) -> int:
-    """Absolute line of the def (relative spans are measured from here)."""
-    return function.node.lineno + function.block.first_line - 1
-
-
-def _rebase_fix(fix, base: int):
-    if fix is None:
-        return None
-    edits = tuple(type(edit)(Span(edit.span.line + base, edit.span.column, edit.span.end_line + base,
-                                  edit.span.end_column), edit.new_text) for edit in fix.edits)
-    return Fix(fix.title, edits)
-
-
-def root_parameters(function: FunctionInfo) -> tuple:
-    """Types of a root's parameters: annotations, defaults, names; otherwise a tensor."""
-    node = function.node
-    args = [*node.args.posonlyargs, *node.args.args]
-    defaults = [None] * (len(args) - len(node.args.defaults)) + list(node.args.defaults)
-    params = []
-    for index, (arg, default) in enumerate(zip(args, defaults)):
-        if index == 0 and function.cls is not None and arg.arg in ("self", "cls"):
-            params.append(Ty(K.MODULE, ref=function.cls))
-        else:
-            params.append(_parameter_type(function.module, arg, default, guess_tensor=True))
-    for arg, default in zip(node.args.kwonlyargs, node.args.kw_defaults):
-        params.append(_parameter_type(function.module, arg, default, guess_tensor=True))
-    names = [arg.arg for arg in [*args, *node.args.kwonlyargs]]
-    guessed = {name for name, ty in zip(names, params) if ty.kind in (K.NUM, K.UNKNOWN)}
-    if guessed:
-        key = (_segment_key(function), frozenset(guessed))
-        used = _usage_cache.get(key)
-        if used is None:
-            if len(_usage_cache) > 20000:
-                _usage_cache.clear()
-            used = _usage_cache[key] = _used_as_tensors(node, guessed)
-        params = [K.T_TENSOR if name in used else ty for name, ty in zip(names, params)]
-    return tuple(params)
-
-
-_usage_cache: dict = {}
-_TENSOR_ONLY_ATTRS = {"shape", "dtype", "device", "ndim", "size", "dim", "item", "tolist", "numel", "view",
-                      "reshape", "sum", "mean", "max", "min", "float", "long", "to", "unsqueeze", "squeeze",
-                      "transpose", "permute", "contiguous", "softmax", "exp", "log", "abs", "clamp", "norm",
-                      "std", "var", "any", "all", "argmax", "argmin", "expand", "masked_fill", "sigmoid", "tanh",
-                      "matmul", "detach", "clone", "cumsum", "flatten", "numpy", "cpu", "cuda", "type_as"}
-
-
-def _used_as_tensors(node: ast.AST, names: set[str]) -> set[str]:
-    """Parameters the body uses like tensors (`p.mean()`, `p.shape`), whatever their names say."""
-    used = set()
-    for child in ast.walk(node):
-        if isinstance(child, ast.Attribute) and isinstance(child.value, ast.Name) and child.value.id in names \
-                and child.attr in _TENSOR_ONLY_ATTRS:
-            used.add(child.value.id)
-        # `int(n)` of a parameter: nobody converts what is already a Python number.
-        elif isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id in (
-                "int", "float", "bool") and len(child.args) == 1 and isinstance(child.args[0], ast.Name) \
-                and child.args[0].id in names:
-            used.add(child.args[0].id)
-    return used
-
-
-def _parameter_type(module: ModuleIndex, arg: ast.arg, default, guess_tensor: bool) -> Ty:
-    if arg.annotation is not None:
-        annotated = annotation_type(module, arg.annotation)
-        if annotated.kind != K.UNKNOWN:
-            return annotated
-    if default is not None:
-        if isinstance(default, ast.Constant):
-            value = default.value
-            if value is None:
-                return K.T_TENSOR.but(optional=True) if guess_tensor else K.T_UNKNOWN
-            if isinstance(value, bool):
-                return K.T_BOOL
-            if isinstance(value, (int, float)):
-                return K.T_NUM
-            if isinstance(value, str):
-                return K.T_STR
-        return K.T_UNKNOWN
-    name = arg.arg
-    if name in SCALAR_PARAM_NAMES or name.startswith(SCALAR_PARAM_PREFIXES) or name.endswith(
-            ("_size", "_dim", "_len", "_idx", "_index", "_threshold", "_eps", "_rate", "_prob")):
-        return K.T_NUM
-    if name in ("args", "kwargs", "config", "cfg"):
-        return K.T_UNKNOWN
-    return K.T_TENSOR if guess_tensor else K.T_UNKNOWN
-
-
-def annotation_type(module: ModuleIndex, node: ast.expr) -> Ty:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        try:
-            node = ast.parse(node.value, mode="eval").body
-        except SyntaxError:
-            return K.T_UNKNOWN
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):  # Tensor | None
-        left, right = annotation_type(module, node.left), annotation_type(module, node.right)
-        return K.join(left, right)
-    if isinstance(node, ast.Subscript):
-        outer = module.dotted(node.value) or ""
-        if outer.endswith("Optional"):
-            return annotation_type(module, node.slice).but(optional=True)
-        if outer.endswith(("List", "Tuple", "Sequence", "list", "tuple")):
-            inner = node.slice.elts[0] if isinstance(node.slice, ast.Tuple) and node.slice.elts else node.slice
-            return K.seq_of(annotation_type(module, inner))
-        return K.T_UNKNOWN
-    if isinstance(node, ast.Constant) and node.value is None:
-        return K.T_NONE
-    name = module.dotted(node) or ""
-    if name in ("torch.Tensor", "Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"):
-        return K.T_TENSOR
-    if name in ("int", "float", "complex"):
-        return K.T_NUM
-    if name == "bool":
-        return K.T_BOOL
-    if name == "str":
-        return K.T_STR
-    if name in ("torch.dtype",):
-        return K.T_DTYPE
-    if name in ("torch.device",):
-        return K.T_DEVICE
-    cls = module.resolve_class(name) if name else None
-    if cls is not None:
-        return Ty(K.MODULE if cls.is_module else K.OBJ, ref=cls)
-    return K.T_UNKNOWN
+    # `__init__`s whose attribute types the walk used (parsed for it: their syntax errors count)
+    reads: list[FunctionInfo] = field(default_factory=list)
 
 
 class FunctionWalker:
     """Walks one function body in one context."""
 
-    def __init__(self, analysis: Analysis, function: FunctionInfo, mode: str, params: tuple, chain, depth):
+    def __init__(self, analysis, function: FunctionInfo, mode: str, params: tuple, chain, depth):
         self.analysis = analysis
         self.function = function
         self.module = function.module
@@ -310,7 +54,6 @@ class FunctionWalker:
         self.chain = chain
         self.depth = depth
         self.base = function.node.lineno  # block-relative line of the def
-        self.offset = function.block.first_line - 1
         self.env: dict[str, Ty] = {}
         self.local_imports: dict[str, str] = {}
         self.local_functions: dict[str, FunctionInfo] = {}
@@ -331,7 +74,7 @@ class FunctionWalker:
         self.position: list[tuple[list, int]] = []  # (statement list, index) from the body inwards
         self.item_next_to_tensor: set[int] = set()  # `.item()` calls whose other operand is a tensor
         node = function.node
-        if params and isinstance(params[-1], tuple) and params[-1][:1] == (CLOSURE,):
+        if params and not isinstance(params[-1], Ty):  # (CLOSURE, (name, type)...) of a nested function
             self.env.update(dict(params[-1][1:]))
             params = params[:-1]
         args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
@@ -774,7 +517,8 @@ class FunctionWalker:
             return K.T_BOOL
         cls = owner.ref
         if isinstance(cls, ClassInfo):
-            attrs = class_attributes(cls)
+            attrs, reads = self.analysis.class_attributes(cls)
+            self.result.reads.extend(reads)
             if attr in attrs:
                 return attrs[attr]
             method = cls.lookup_method(attr)
@@ -1007,8 +751,7 @@ class FunctionWalker:
                   receiver: Ty | None = None) -> Ty:
         call_span = self.relative_span(node)
         if callee.node is None:  # does not parse (yet): remember to look again once it does
-            self.result.observations.append(((callee.module.path, callee.qualname, None, self.mode), callee,
-                                             None, call_span, (K.T_UNKNOWN, False)))
+            self.result.observations.append((callee, None, call_span, (K.T_UNKNOWN, False)))
             return K.T_UNKNOWN
         if callee.disabled:
             self.report("FL130", node, f"`{callee.qualname}` is excluded from compilation "
@@ -1017,11 +760,9 @@ class FunctionWalker:
         params = bind_parameters(callee, args, kwargs, receiver)
         if callee.qualname.startswith(self.function.qualname + "."):
             params += (self.closure_for(callee),)
-        callee_key = (callee.module.path, callee.qualname, _segment_key(callee), self.mode, params,
-                      callee.module.interface_key)
-        hop = _hop(self.function, call_span)
-        outcome = self.analysis.evaluate(callee, self.mode, params, self.chain + hop, self.depth + 1)
-        self.result.observations.append((callee_key, callee, params, call_span, outcome))
+        outcome = self.analysis.evaluate(callee, self.mode, params, self.chain + ((self.function, call_span),),
+                                         self.depth + 1)
+        self.result.observations.append((callee, params, call_span, outcome))
         returns, breaks = outcome
         if breaks and self.mode == COMPILE and not self.dead:
             self.frame_breaks()  # inlining stops at the callee's break: the break is at this call
@@ -1032,34 +773,6 @@ class FunctionWalker:
         if returns.kind == K.UNKNOWN and callee.name == "forward":
             return K.T_TENSOR
         return returns
-
-
-def bind_parameters(callee: FunctionInfo, args: list[Ty], kwargs: dict[str, Ty], receiver: Ty | None) -> tuple:
-    node = callee.node
-    positional = [*node.args.posonlyargs, *node.args.args]
-    defaults = [None] * (len(positional) - len(node.args.defaults)) + list(node.args.defaults)
-    values = list(args)
-    if receiver is not None:
-        values.insert(0, receiver)
-    params = []
-    for index, (arg, default) in enumerate(zip(positional, defaults)):
-        if index < len(values):
-            ty = values[index]
-        elif arg.arg in kwargs:
-            ty = kwargs[arg.arg]
-        else:
-            ty = _parameter_type(callee.module, arg, default, guess_tensor=False) if default is not None \
-                else K.T_UNKNOWN
-        if ty.kind == K.UNKNOWN and arg.annotation is not None:
-            ty = annotation_type(callee.module, arg.annotation)
-        params.append(ty)
-    for arg, default in zip(node.args.kwonlyargs, node.args.kw_defaults):
-        ty = kwargs.get(arg.arg)
-        if ty is None:
-            ty = _parameter_type(callee.module, arg, default, guess_tensor=False) if default is not None \
-                else K.T_UNKNOWN
-        params.append(ty)
-    return tuple(params)
 
 
 def _is_item_call(node: ast.expr) -> bool:
@@ -1078,77 +791,3 @@ def _char_column(line: str, byte_column: int) -> int:
     if line.isascii():
         return byte_column
     return len(line.encode("utf-8")[:byte_column].decode("utf-8", errors="ignore"))
-
-
-# --- class attributes (from __init__) -----------------------------------------------------------
-_class_attr_cache: dict = {}
-
-
-def class_attributes(cls: ClassInfo) -> dict[str, Ty]:
-    """Types of `self.x` set in `__init__` (and inherited from workspace base classes)."""
-    key = (cls.module.path, cls.name, cls.module.interface_key)
-    cached = _class_attr_cache.get(key)
-    if cached is not None:
-        return cached
-    attrs: dict[str, Ty] = {}
-    _class_attr_cache[key] = attrs  # recursion guard for self-referencing classes
-    for base in reversed(cls.module.base_classes(cls)):
-        attrs.update(class_attributes(base))
-    base_names = set(cls.bases)
-    if base_names & {"torch.nn.Linear", "torch.nn.Conv1d", "torch.nn.Conv2d", "torch.nn.Embedding",
-                     "torch.nn.LayerNorm"}:
-        attrs.update({"weight": K.T_TENSOR, "bias": K.T_TENSOR.but(optional=True)})
-    init = cls.methods.get("__init__")
-    if init is not None and init.node is not None:
-        walker = _InitWalker(init)
-        walker.run()
-        attrs.update(walker.attributes)
-    if len(_class_attr_cache) > 5000:
-        _class_attr_cache.clear()
-    return attrs
-
-
-class _InitWalker(FunctionWalker):
-    """Evaluates `__init__` only to learn what `self.<name>` holds."""
-
-    def __init__(self, function: FunctionInfo):
-        params = tuple([Ty(K.MODULE, ref=function.cls)] + [
-            _parameter_type(function.module, arg, default, guess_tensor=False)
-            for arg, default in _args_with_defaults(function.node)][1:])
-        super().__init__(Analysis(config=None), function, "init", params, (), MAX_DEPTH)
-        self.attributes: dict[str, Ty] = {}
-
-    def report(self, *args, **kwargs) -> None:
-        return  # __init__ runs eagerly; nothing to report
-
-    def call_user(self, node, callee, args, kwargs, receiver=None) -> Ty:
-        return K.T_UNKNOWN
-
-    def assign(self, target, value, statement) -> None:
-        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-            self.attributes[target.attr] = value
-        else:
-            super().assign(target, value, statement)
-
-    def expr_Call(self, node: ast.Call) -> Ty:
-        func = node.func
-        if isinstance(func, ast.Attribute) and func.attr in ("register_buffer", "register_parameter") \
-                and isinstance(func.value, ast.Name) and func.value.id == "self" and node.args \
-                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
-            value = self.expr(node.args[1]) if len(node.args) > 1 else K.T_TENSOR
-            self.attributes[node.args[0].value] = K.T_TENSOR if value.kind != K.NONE else K.T_TENSOR.but(
-                optional=True)
-            return K.T_NONE
-        if isinstance(func, ast.Attribute) and func.attr == "append" and isinstance(func.value, ast.Attribute) \
-                and isinstance(func.value.value, ast.Name) and func.value.value.id == "self" and node.args:
-            element = self.expr(node.args[0])
-            current = self.attributes.get(func.value.attr)
-            if current is not None and current.kind == K.SEQ and not isinstance(current.ref, Ty):
-                self.attributes[func.value.attr] = K.seq_of(element)
-        return super().expr_Call(node)
-
-
-def _args_with_defaults(node):
-    positional = [*node.args.posonlyargs, *node.args.args]
-    defaults = [None] * (len(positional) - len(node.args.defaults)) + list(node.args.defaults)
-    return [*zip(positional, defaults), *zip(node.args.kwonlyargs, node.args.kw_defaults)]

@@ -10,7 +10,6 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from .findings import Span
 from .source import Block
 
 COMPILE = "compile"  # torch.compile / model.compile(): graph-break and recompile rules
@@ -41,7 +40,7 @@ class FunctionInfo:
     cls: "ClassInfo | None" = None
     disabled: bool = False
     _node: ast.FunctionDef | ast.AsyncFunctionDef | None = None  # parsed on first use
-    segment_key: tuple | None = None  # memo identity of the body (see checker._segment_key)
+    _segment: tuple | None = None
 
     @property
     def node(self):
@@ -49,6 +48,15 @@ class FunctionInfo:
         if self._node is None:
             self._node = self.block.function_node()
         return self._node
+
+    @property
+    def segment(self) -> tuple:
+        """What identifies the body for the memo: its block's text (a method has a block of
+        its own) and where in that block the def sits."""
+        if self._segment is None:
+            node = self.node
+            self._segment = (self.block.text, node.lineno, node.col_offset)
+        return self._segment
 
     @property
     def name(self) -> str:
@@ -71,6 +79,9 @@ class ClassInfo:
     bases: list[str] = field(default_factory=list)  # resolved dotted names, or local names
     methods: dict[str, FunctionInfo] = field(default_factory=dict)
     _is_module: bool | None = None
+    attributes: tuple | None = None  # (epoch, types of self.<name>, __init__s read): attributes.py
+    # A lazily indexed class: one block per def member of its outline, in order.
+    member_blocks: list[Block] = field(default_factory=list)
 
     def __hash__(self) -> int:
         return hash((self.module.path, self.name))
@@ -117,7 +128,6 @@ class ClassInfo:
 class Root:
     mode: str
     function: FunctionInfo
-    span: Span  # where the root is declared (decorator or compile call)
 
 
 @dataclass(eq=False)
@@ -135,23 +145,40 @@ class ModuleIndex:
     disabled_names: set[str] = field(default_factory=set)
     roots: list[Root] = field(default_factory=list)
     ignores: dict[int, frozenset[str] | None] = field(default_factory=dict)
-    member_blocks: list[Block] = field(default_factory=list)  # one per method, parsed lazily
+    # Blocks parsed to build the index or to find its roots (whatever analyses run later):
+    # their syntax errors are always reported.
+    eager: list[Block] = field(default_factory=list)
     # Changes whenever anything but a function body changes (imports, globals, signatures,
-    # decorators, __init__): memoised function walks are keyed on it.
+    # decorators, __init__): the Workspace starts a new epoch then.
     interface_key: int = 0
+    _compiled_roots: tuple | None = None  # (assume_modules_compiled, roots)
+    candidates: list[Block] = field(default_factory=list)  # forwards parsed to see whether they are roots
 
     def roots_with_modules(self, config) -> list[Root]:
         """Declared roots, plus every nn.Module subclass's forward when the settings say
         modules are compiled (the usual `torch.compile(model)`)."""
+        if self._compiled_roots is not None and self._compiled_roots[0] == config.assume_modules_compiled:
+            return self._compiled_roots[1]
         roots = list(self.roots)
+        self.candidates = []
         if config.assume_modules_compiled:
             declared = {(root.mode, root.function) for root in roots}
             for cls in self.classes.values():
                 forward = cls.methods.get("forward")
-                if forward is not None and cls.is_module and (COMPILE, forward) not in declared \
-                        and forward.node is not None:
-                    roots.append(Root(COMPILE, forward, forward.block.file_span(forward.node)))
+                if forward is not None and cls.is_module and (COMPILE, forward) not in declared:
+                    self.candidates.append(forward.block)
+                    if forward.node is not None:
+                        roots.append(Root(COMPILE, forward))
+        self._compiled_roots = (config.assume_modules_compiled, roots)
         return roots
+
+    def body_effects(self) -> tuple:
+        """What function bodies decide for other functions' walks, so part of the interface:
+        which functions are disabled (`torch.compiler.disable(f)` may sit in any body) and
+        which globals a `global` statement reassigns."""
+        functions = [*self.functions.values(), *(m for c in self.classes.values() for m in c.methods.values())]
+        return (frozenset(f.qualname for f in functions if f.disabled), frozenset(self.disabled_names),
+                frozenset(self.mutated_globals))
 
     # --- name resolution -------------------------------------------------------------------
     def dotted(self, node: ast.expr) -> str | None:
@@ -202,7 +229,7 @@ def build_index(path: str, module_name: str, text: str, blocks: list[Block], wor
     index = ModuleIndex(path, module_name, text, blocks, workspace)
     index.ignores = _ignore_comments(text)
     for block in blocks:
-        outline = block.outline if not block.parsed else None
+        outline = block.outline if block.lazy else None
         if outline is not None and outline.kind == "def":
             info = FunctionInfo(outline.name, block, index)
             index.functions[outline.name] = info
@@ -211,6 +238,7 @@ def build_index(path: str, module_name: str, text: str, blocks: list[Block], wor
         elif outline is not None and outline.kind == "class":
             _index_lazy_class(index, block, outline)
         else:
+            index.eager.append(block)
             for statement in block.statements:
                 _index_statement(index, block, statement)
     for block in blocks:
@@ -218,8 +246,10 @@ def build_index(path: str, module_name: str, text: str, blocks: list[Block], wor
             for names in _GLOBAL.findall(block.text):
                 index.mutated_globals.update(name.strip() for name in names.split(","))
         if _ROOT_HINT.search(block.text):
+            index.eager.append(block)
             for statement in block.statements:
                 _find_root_calls(index, block, statement)
+    index.eager = list(dict.fromkeys(index.eager))
     return index
 
 
@@ -281,14 +311,22 @@ def _index_lazy_class(index: ModuleIndex, block: Block, outline) -> None:
     cls = ClassInfo(outline.name, block, index, bases=[index.dotted(base) or "" for base in bases])
     index.classes[outline.name] = cls
     for member in outline.members:
-        if member.kind != "def":
-            continue
-        member_block = Block("class _:\n" + member.text, block.first_line + member.first_line - 2)
-        index.member_blocks.append(member_block)
-        method = FunctionInfo(f"{outline.name}.{member.name}", member_block, index, cls)
-        cls.methods[member.name] = method
-        if member.decorated:
-            _apply_decorators(index, method, member_block)
+        if member.kind == "def":
+            add_method(index, cls, member, member_block(block, member))
+
+
+def member_block(block: Block, member) -> Block:
+    """A method of a lazily indexed class as a block of its own (wrapped in `class _:` to keep
+    its indentation valid), parsed on first use."""
+    return Block("class _:\n" + member.text, block.first_line + member.first_line - 2)
+
+
+def add_method(index: ModuleIndex, cls: ClassInfo, member, block: Block) -> None:
+    cls.member_blocks.append(block)
+    method = FunctionInfo(f"{cls.name}.{member.name}", block, index, cls)
+    cls.methods[member.name] = method
+    if member.decorated:
+        _apply_decorators(index, method, block)
 
 
 def _absolute_module(current: str, module: str | None, level: int) -> str:
@@ -300,6 +338,7 @@ def _absolute_module(current: str, module: str | None, level: int) -> str:
 
 
 def _apply_decorators(index: ModuleIndex, info: FunctionInfo, block: Block) -> None:
+    index.eager.append(block)  # parsed now, whatever analyses follow: its syntax errors count
     if info.node is None:
         return
     for decorator in info.node.decorator_list:
@@ -308,7 +347,7 @@ def _apply_decorators(index: ModuleIndex, info: FunctionInfo, block: Block) -> N
         if name in DISABLE_CALLS:
             info.disabled = True
         elif name in ROOT_CALLS and name != "torch.export.export":
-            index.roots.append(Root(ROOT_CALLS[name], info, block.file_span(decorator)))
+            index.roots.append(Root(ROOT_CALLS[name], info))
 
 
 def _find_root_calls(index: ModuleIndex, block: Block, statement: ast.stmt) -> None:
@@ -341,38 +380,37 @@ def _find_root_calls(index: ModuleIndex, block: Block, statement: ast.stmt) -> N
         if mode is None and isinstance(node.func, ast.Attribute) and node.func.attr == "compile" \
                 and not node.args and isinstance(node.func.value, ast.Name) and node.func.value.id in instances:
             target = instances[node.func.value.id]
-            _add_module_root(index, target, COMPILE, block.file_span(node))
+            _add_module_root(index, target, COMPILE)
             continue
         if mode is None or not node.args:
             continue
         subject = node.args[0]
-        span = block.file_span(node)
         if isinstance(subject, ast.Call):
             class_name = index.dotted(subject.func)
             if class_name:
-                _add_module_root(index, class_name, mode, span)
+                _add_module_root(index, class_name, mode)
             continue
         name = index.dotted(subject)
         if name is None:
             continue
         if isinstance(subject, ast.Name) and subject.id in instances:
-            _add_module_root(index, instances[subject.id], mode, span)
+            _add_module_root(index, instances[subject.id], mode)
         elif name.endswith(".forward") and name.rsplit(".", 1)[0].split(".")[-1] in instances:
-            _add_module_root(index, instances[name.rsplit(".", 1)[0].split(".")[-1]], mode, span)
+            _add_module_root(index, instances[name.rsplit(".", 1)[0].split(".")[-1]], mode)
         else:
             function = index.resolve_function(name)
             if function is not None:
-                index.roots.append(Root(mode, function, span))
+                index.roots.append(Root(mode, function))
             else:
-                _add_module_root(index, name, mode, span)
+                _add_module_root(index, name, mode)
 
 
-def _add_module_root(index: ModuleIndex, class_name: str, mode: str, span: Span) -> None:
+def _add_module_root(index: ModuleIndex, class_name: str, mode: str) -> None:
     cls = index.resolve_class(class_name)
     if cls is not None:
         forward = cls.lookup_method("forward")
         if forward is not None:
-            index.roots.append(Root(mode, forward, span))
+            index.roots.append(Root(mode, forward))
 
 
 def _assigned_name(statement: ast.stmt, call: ast.Call) -> str | None:

@@ -60,11 +60,14 @@ def decode_source(data: bytes, path: str = "<unknown>") -> str:
 class Block:
     """A run of source lines parsed on its own, on first use (see outline.py)."""
 
-    __slots__ = ("text", "first_line", "_statements", "_problems", "_outline")
+    __slots__ = ("text", "first_line", "start", "lazy", "_statements", "_problems", "_outline")
 
-    def __init__(self, text: str, first_line: int, statements=None, problems=None):
+    def __init__(self, text: str, first_line: int, statements=None, problems=None, start: int = 0,
+                 lazy: bool = False):
         self.text = text
         self.first_line = first_line  # 1-based line of the block's first line in the file
+        self.start = start  # offset of its first character in the file's text
+        self.lazy = lazy  # a def/class left for its first use (parse_blocks(lazy=True))
         self._statements = statements
         self._problems = problems
         self._outline = None
@@ -101,13 +104,6 @@ class Block:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 return statement
         return None
-
-    def file_span(self, node: ast.AST) -> Span:
-        offset = self.first_line - 1
-        end_line = getattr(node, "end_lineno", None) or node.lineno
-        end_col = getattr(node, "end_col_offset", None)
-        return Span(node.lineno + offset, node.col_offset, end_line + offset,
-                    node.col_offset if end_col is None else end_col)
 
 
 _parse_cache: dict[str, tuple[list[ast.stmt], list[tuple[int, str]]]] = {}
@@ -177,14 +173,19 @@ def parse_blocks(text: str, lazy: bool = False) -> list[Block]:
             # Lone surrogates (e.g. from a JSON client) make ast.parse fail without a position;
             # U+FFFD keeps the columns and turns them into string content or a located error.
             text = _SURROGATE.sub("\ufffd", text)
-    raw = _split(text)
+    return make_blocks(text, _split(text), lazy)
+
+
+def make_blocks(text: str, raw: list[tuple[int, int, int]], lazy: bool, open_end: bool = False) -> list[Block] | None:
+    """Blocks from the (first_line, start, end) extents of `raw`. With `open_end`, `text` is
+    a window of a file that goes on: returns None if joining a block would read past it."""
     blocks: list[Block] = []
     index = 0
     while index < len(raw):
         first_line, start, end = raw[index]
         chunk = text[start:end]
         if lazy:
-            block = Block(chunk, first_line)
+            block = Block(chunk, first_line, start=start, lazy=True)
             if block.outline.kind != "other" and _closes_within(chunk):
                 blocks.append(block)
                 index += 1
@@ -193,13 +194,17 @@ def parse_blocks(text: str, lazy: bool = False) -> list[Block]:
         consumed = 1
         if problems:
             last = _join_extent(text, raw, index)
+            if last == _RUNS_ON:
+                if open_end:
+                    return None
+                last = None
             if last is not None and last > index:
                 # Sliced from the text, not concatenated blocks: blank runs between them count.
                 joined = text[start:raw[last][2]]
                 statements2, problems2 = _parse_cached(joined, recover=False)
                 if not problems2:
                     chunk, statements, problems, consumed = joined, statements2, [], last - index + 1
-        blocks.append(Block(chunk, first_line, statements, problems))
+        blocks.append(Block(chunk, first_line, statements, problems, start=start))
         index += consumed
     return blocks
 
@@ -232,11 +237,15 @@ def _closes_within(chunk: str) -> bool:
     return result
 
 
+_RUNS_ON = -1  # a bracket is still open where the text ends
+
+
 def _join_extent(text: str, raw: list[tuple[int, int, int]], index: int) -> int | None:
     """The last block to join with raw[index] so that no string or bracket opened from there
     is still open where the joined text ends: `index` itself when none is open at its end,
-    None when one never closes (e.g. a docstring being typed: joining cannot help then, and
-    the functions after it must keep their own blocks)."""
+    None when a triple-quoted string never closes (e.g. a docstring being typed: joining
+    cannot help then, and the functions after it must keep their own blocks), _RUNS_ON
+    when a bracket never closes (the same, unless `text` is only part of the file)."""
     depth = 0
     last = index
     boundary = raw[index][2]
@@ -244,7 +253,7 @@ def _join_extent(text: str, raw: list[tuple[int, int, int]], index: int) -> int 
     while True:
         match = _SCAN.search(text, position)
         if match is None:
-            return last if depth == 0 else None
+            return last if depth == 0 else _RUNS_ON
         if depth == 0 and match.start() >= boundary:
             return last
         position = match.end()
@@ -369,18 +378,15 @@ def _blank_region(lines: list[str], index: int) -> bool:
     return True
 
 
-def block_problems(path: str, blocks: list[Block]) -> list[SourceProblem]:
-    """Syntax errors of the blocks parsed so far (an unreached function is not parsed)."""
-    result = []
+def block_problems(path: str, blocks) -> list[SourceProblem]:
+    """Syntax errors of `blocks` (parsed now if need be), each once, in file order."""
+    found = {}
     for block in blocks:
-        if not block.parsed:
-            continue
         for line, message in block.problems:
             file_line = line + block.first_line - 1
-            message = _file_lines(message, block.first_line)
-            result.append(SourceProblem(path, f"{message} (line {file_line}); the rest of the file is "
-                                              f"still analysed", Span(file_line, 0, file_line, 0)))
-    return result
+            found.setdefault((file_line, _file_lines(message, block.first_line)), None)
+    return [SourceProblem(path, f"{message} (line {line}); the rest of the file is still analysed",
+                          Span(line, 0, line, 0)) for line, message in sorted(found)]
 
 
 def _file_lines(message: str, first_line: int) -> str:

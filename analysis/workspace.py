@@ -9,10 +9,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .checker import Analysis
 from .config import Config
+from .edits import interface_text, reparse_blocks, update_index
 from .findings import Report, SourceProblem
 from .index import ClassInfo, FunctionInfo, ModuleIndex, build_index
+from .memo import Analysis, RootResult, merge_findings
 from .source import SourceError, block_problems, decode_source, parse_blocks
 
 MEMO_LIMIT = 50_000
@@ -30,23 +31,40 @@ class Workspace:
         self.roots = [Path(root).resolve() for root in roots]
         self._texts: dict[str, str] = {}  # open documents override the disk
         self._indexes: dict[str, tuple[str, ModuleIndex]] = {}  # path → (text, index)
+        self._stale: set[str] = set()  # paths whose open text changed since they were indexed
         self._unreadable: dict[str, str] = {}
         self._interface_parts: dict[str, int] = {}  # block text → its share of the interface key
         self._module_files: dict[tuple, str | None] = {}  # (dotted module, folder) → file
+        self._aliases: dict[str, str] = {}  # real path → the path it was first given as
         self._indexing: set[str] = set()  # files being indexed now: an import cycle stops here
+        self._results: dict[tuple, RootResult] = {}  # (mode, path, qualname) of a root → its result
         self.memo: dict = {}
+        # Bumped whenever a module's interface (anything but function bodies) changes: memoised
+        # walks and root results from an earlier epoch may have read what changed.
+        self.epoch = 0
 
     # --- documents -----------------------------------------------------------------------------
     def set_text(self, path: str, text: str) -> None:
-        self._texts[str(path)] = text
+        path = str(path)
+        self._given(path)
+        self._texts[path] = text
+        self._stale.add(path)
 
     def forget_text(self, path: str) -> None:
         self._texts.pop(str(path), None)
+        self._stale.add(str(path))
 
     def text_of(self, path: str) -> str:
         if path in self._texts:
             return self._texts[path]
         return decode_source(Path(path).read_bytes(), path)
+
+    def _given(self, path: str) -> None:
+        """Remember how the caller names a file, so that a module reached through an import
+        (found under a workspace root, as an absolute path) is filed under that same name."""
+        if path not in self._aliases:
+            self._aliases.setdefault(os.path.realpath(path), path)
+            self._aliases[path] = path
 
     # --- indexes -------------------------------------------------------------------------------
     def module_name(self, path: str) -> str:
@@ -69,20 +87,45 @@ class Workspace:
         cached = self._indexes.get(path)
         if cached is not None and cached[0] == text:
             return cached[1]
-        blocks = parse_blocks(text, lazy=True)
+        edit = reparse_blocks(cached[0], cached[1].blocks, text) if cached is not None else None
+        if edit is not None and update_index(cached[1], text, *edit):
+            self._indexes[path] = (text, cached[1])
+            self._stale.discard(path)
+            return cached[1]
+        blocks = edit[0] if edit is not None else parse_blocks(text, lazy=True)
         self._indexing.add(path)
         try:
             module = build_index(path, self.module_name(path), text, blocks, self)
         finally:
             self._indexing.discard(path)
-        module.interface_key = hash(tuple(self._interface_part(block) for block in blocks))
+        module.interface_key = hash((tuple(self._interface_part(block) for block in blocks), module.body_effects()))
+        if cached is not None and cached[1].interface_key != module.interface_key:
+            self._new_epoch()
         self._indexes[path] = (text, module)
+        self._stale.discard(path)
         return module
+
+    def _new_epoch(self) -> None:
+        self.epoch += 1
+        self.memo.clear()
+        self._results.clear()
+
+    def _refresh(self) -> None:
+        """Re-index the open documents edited since they were indexed, before a pass reads them."""
+        for path in list(self._stale):
+            self._stale.discard(path)
+            if path in self._indexes:
+                try:
+                    self.index(path)
+                except (OSError, SourceError) as error:
+                    del self._indexes[path]
+                    self._unreadable[path] = str(error)
+                    self._new_epoch()
 
     def _interface_part(self, block) -> int:
         part = self._interface_parts.get(block.text)
         if part is None:
-            part = hash(_interface_text(block))
+            part = hash(interface_text(block))
             if len(self._interface_parts) > MEMO_LIMIT:
                 self._interface_parts.clear()
             self._interface_parts[block.text] = part
@@ -100,7 +143,7 @@ class Workspace:
                 for candidate in (os.path.join(folder, relative + ".py"),
                                   os.path.join(folder, relative, "__init__.py")):
                     if os.path.isfile(candidate):
-                        found = candidate
+                        found = self._aliases.get(os.path.realpath(candidate), candidate)
                         break
                 if found:
                     break
@@ -117,8 +160,9 @@ class Workspace:
             path = self._module_file(module_name, origin.path)
             if path is None or path in self._unreadable or path in self._indexing:
                 continue
+            entry = self._indexes.get(path)  # kept fresh by _refresh; a closed file is read once
             try:
-                module = self.index(path)
+                module = entry[1] if entry is not None else self.index(path)
             except (OSError, SourceError) as error:
                 self._unreadable[path] = str(error)
                 continue
@@ -131,48 +175,82 @@ class Workspace:
         path = str(path)
         if text is not None:
             self.set_text(path, text)
+        self._given(path)
+        self._refresh()
         report = Report(path)
         try:
             module = self.index(path)
         except (OSError, SourceError) as error:
             report.problems.append(SourceProblem(path, str(error)))
             return report
-        analysis = self._analysis()
-        for root in module.roots_with_modules(self.config):
-            analysis.run_root(root.mode, root.function)
-        report.findings = sorted((f for f in analysis.findings.values() if f.path == path),
+        results = self._run(module.roots_with_modules(self.config))
+        merged = merge_findings(results, self.config)
+        report.findings = sorted((f for f in merged.values() if f.path == path),
                                  key=lambda f: (f.span.line, f.span.column, f.code))
-        report.problems.extend(block_problems(path, module.blocks + module.member_blocks))
+        report.problems = self._problems(module, results)
         return report
 
     def analyze(self, paths) -> list[Report]:
         """Every .py file under `paths`; findings are filed under the file they occur in."""
         files = list(iter_python_files(paths, self.config.exclude))
+        for path in files:
+            self._given(path)
+        self._refresh()
         reports = {path: Report(path) for path in files}
-        analysis = self._analysis()
+        modules = []
         for path in files:
             try:
-                module = self.index(path)
+                modules.append(self.index(path))
             except (OSError, SourceError) as error:
                 reports[path].problems.append(SourceProblem(path, str(error)))
-                continue
-            for root in module.roots_with_modules(self.config):
-                analysis.run_root(root.mode, root.function)
-        for path in files:
-            entry = self._indexes.get(path)
-            if entry is not None:
-                module = entry[1]
-                reports[path].problems.extend(block_problems(path, module.blocks + module.member_blocks))
-        for finding in analysis.findings.values():
+        results = self._run([root for module in modules for root in module.roots_with_modules(self.config)])
+        for module in modules:
+            reports[module.path].problems.extend(self._problems(module, results))
+        for finding in merge_findings(results, self.config).values():
             reports.setdefault(finding.path, Report(finding.path)).findings.append(finding)
         for report in reports.values():
             report.findings.sort(key=lambda f: (f.span.line, f.span.column, f.code))
         return list(reports.values())
 
-    def _analysis(self) -> Analysis:
+    def _run(self, roots) -> list[RootResult]:
+        """Each root's result: cached while valid, else from a new pass."""
         if len(self.memo) > MEMO_LIMIT:
             self.memo.clear()
-        return Analysis(self.config, self.memo, workspace=self)
+        analysis = None
+        results = []
+        for root in roots:
+            key = (root.mode, root.function.module.path, root.function.qualname)
+            result = self._results.get(key)
+            if result is None or not self._valid(result):
+                if analysis is None:
+                    analysis = Analysis(self.config, self.memo, self, self.epoch)
+                result = self._results[key] = analysis.run_root(root.mode, root.function)
+            results.append(result)
+        return results
+
+    def _valid(self, result: RootResult) -> bool:
+        """Nothing the root's pass read has changed: the same interface epoch, every module
+        still indexed as it was, every function still with the Block it had."""
+        if result.epoch != self.epoch:
+            return False
+        indexes = self._indexes
+        for function, block in result.deps:
+            if function.block is not block:
+                return False
+            entry = indexes.get(function.module.path)
+            if entry is None or entry[1] is not function.module:
+                return False
+        return True
+
+    def _problems(self, module: ModuleIndex, results) -> list[SourceProblem]:
+        """Syntax errors in what analysing the file parses, whatever earlier analyses parsed:
+        the blocks indexing parses, the modules' forwards, and what the roots reached."""
+        blocks = dict.fromkeys([*module.eager, *module.candidates])
+        for result in results:
+            for function, block in result.deps:
+                if function.module is module:
+                    blocks[block] = None
+        return block_problems(module.path, blocks)
 
     def current_function(self, function: FunctionInfo) -> FunctionInfo | None:
         """The definition now standing where a memoised walk saw `function`."""
@@ -200,19 +278,6 @@ def _lookup(module: ModuleIndex, rest: list[str], depth: int, workspace: Workspa
     if head in module.imports:  # re-export: `from .layers import Block` in a package __init__
         return workspace.resolve_symbol(".".join([module.imports[head], *rest[1:]]), module, depth + 1)
     return None
-
-
-def _interface_text(block) -> str:
-    """What other functions can observe of a block: everything except function bodies
-    (but including `__init__`, which defines attribute types). Text only: no parsing."""
-    outline = block.outline
-    if outline.kind == "def":
-        return outline.header
-    if outline.kind == "class":
-        return outline.header + "".join(
-            member.header if member.kind == "def" and member.name != "__init__" else member.text
-            for member in outline.members)
-    return block.text
 
 
 def iter_python_files(paths, exclude=()):

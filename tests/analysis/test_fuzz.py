@@ -15,7 +15,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fuselens.analysis import Report, Workspace, analyze_source
-from fuselens.analysis import checker
 
 REPO = Path(__file__).resolve().parents[2]
 TORCH_FILES = ["nn/modules/activation.py", "nn/modules/normalization.py", "nn/modules/transformer.py",
@@ -104,32 +103,11 @@ def test_random_edits_never_raise(name, changes):
     check_report(analyze_source(text, f"<fuzz>/{name}"), text)
 
 
-def _class_attr_cache_is_stale() -> bool:
-    """The known bug of test_incremental.py::test_class_attribute_cache_survives_line_shift
-    (checker._class_attr_cache hands out ClassInfo refs of an earlier text). While it is
-    there, the equivalence tests below clear that cache before each analysis, so they keep
-    guarding the Workspace memo; once it is fixed they cover the cache as well."""
-    text = ("import torch.nn as nn\n\nclass Inner(nn.Module):\n    def forward(self, x, mask=None):\n"
-            "        print(x)\n        return x\n\nclass Outer(nn.Module):\n    def __init__(self):\n"
-            "        super().__init__()\n        self.inner = Inner()\n\n    def forward(self, x):\n"
-            "        return self.inner(x, x > 0)\n")
-    analyze_source(text, "<probe>")
-    lines = {f.span.line for f in analyze_source("\n" + text, "<probe>").findings}
-    checker._class_attr_cache.clear()
-    return lines != {6}
-
-
-STALE_CLASS_ATTRS = _class_attr_cache_is_stale()
-
-
-def _isolate() -> None:
-    if STALE_CLASS_ATTRS:
-        checker._class_attr_cache.clear()
-
-
 def _key(report: Report):
-    return sorted((f.code, f.span.line, f.span.column, f.span.end_line, f.span.end_column, f.message, f.function)
-                  for f in report.findings)
+    """Findings and problems: with lazy parsing, problems depend on what the analysis reads,
+    which must depend on the text alone (not on what earlier analyses read)."""
+    return (sorted((f.code, f.span.line, f.span.column, f.span.end_line, f.span.end_column, f.message, f.function)
+                   for f in report.findings), [(p.span, p.message) for p in report.problems])
 
 
 # One-line edits a person makes inside functions, valid and not.
@@ -175,13 +153,8 @@ def test_incremental_equals_fresh(name, changes):
     assert _key(workspace.analyze_file(path, text)) == _key(analyze_source(text, path))
     for change in changes:
         text = apply_line_edit(text, change)
-        _isolate()
         incremental = workspace.analyze_file(path, text)
-        _isolate()
-        fresh = analyze_source(text, path)
-        assert _key(incremental) == _key(fresh), change
-        # Problems are not compared: with lazy parsing they depend on which functions an
-        # analysis happened to parse (test_incremental.py::test_problems_depend_only_on_the_text).
+        assert _key(incremental) == _key(analyze_source(text, path)), change
 
 
 MAIN = '''import torch
@@ -220,30 +193,12 @@ class Gate(nn.Module):
 '''
 
 
-def _stale_callee_index(folder: Path) -> bool:
-    """The known bug of test_incremental.py::test_across_files (a caller's memo is checked
-    against the callee file's old index). While it is there, the test below re-indexes the
-    edited documents before each analysis, so it keeps guarding the rest of the memo."""
-    (folder / "probe_layers.py").write_text("def act(x):\n    return x\n")
-    (folder / "probe_main.py").write_text(
-        "import torch\nfrom probe_layers import act\n\n\n@torch.compile\ndef run(x):\n    return act(x)\n")
-    workspace = Workspace([folder])
-    paths = [str(folder / "probe_main.py"), str(folder / "probe_layers.py")]
-    workspace.analyze(paths)
-    workspace.set_text(paths[1], "def act(x):\n    print(x)\n    return x\n")
-    stale = not any(report.findings for report in workspace.analyze(paths))
-    for path in paths:
-        Path(path).unlink()
-    return stale
-
-
 @fuzz_settings(100)
 @given(changes=st.lists(st.tuples(st.booleans(), line_edit()), min_size=1, max_size=8))
 def test_incremental_across_files(tmp_path_factory, changes):
     """Edits to either module, pushed through one Workspace, give what a fresh Workspace
     gives for both files (analyze() files each finding under the file it occurs in)."""
     folder = tmp_path_factory.mktemp("ws")
-    stale_index = _stale_callee_index(folder)
     (folder / "main.py").write_text(MAIN)
     (folder / "helpers.py").write_text(HELPERS)
     paths = [str(folder / "main.py"), str(folder / "helpers.py")]
@@ -254,12 +209,8 @@ def test_incremental_across_files(tmp_path_factory, changes):
         target = paths[1] if in_helpers else paths[0]
         texts[target] = apply_line_edit(texts[target], change)
         workspace.set_text(target, texts[target])
-        if stale_index:
-            workspace.index(target)
         fresh = Workspace([folder])
         for path, text in texts.items():
             fresh.set_text(path, text)
-        _isolate()
         incremental = [_key(report) for report in workspace.analyze(paths)]
-        _isolate()
         assert incremental == [_key(report) for report in fresh.analyze(paths)], change

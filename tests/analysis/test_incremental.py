@@ -55,10 +55,8 @@ def found(report):
     return sorted((f.span.line, f.code, f.function) for f in report.findings)
 
 
-def isolate():
-    """While the class-attribute cache bug below is open, forget it between analyses so the
-    other tests check the Workspace memo alone."""
-    checker._class_attr_cache.clear()
+def problems(report):
+    return [(p.span.line, p.message) for p in report.problems]
 
 
 class Session:
@@ -70,10 +68,10 @@ class Session:
         self.analyse(text)
 
     def analyse(self, text: str):
-        isolate()
         report = self.workspace.analyze_file(PATH, text)
-        isolate()
-        assert key(report) == key(analyze_source(text, PATH)), "incremental result differs from a fresh one"
+        fresh = analyze_source(text, PATH)
+        assert key(report) == key(fresh), "incremental result differs from a fresh one"
+        assert problems(report) == problems(fresh), "incremental problems differ from a fresh analysis's"
         self.text, self.report = text, report
         return report
 
@@ -147,9 +145,6 @@ def test_typing_a_function_char_by_char():
     assert found(session.report) == [(22, "FL101", "Block.forward"), (35, "FL101", "late"), (36, "FL110", "late")]
 
 
-@pytest.mark.xfail(strict=True, reason="Workspace.current_function reads _indexes without re-indexing: a "
-                                       "caller's memoised walk is validated against the callee file's old "
-                                       "text, so an edit in another (open) file never reaches the findings")
 def test_across_files(tmp_path):
     (tmp_path / "layers.py").write_text("def act(x):\n    return x * 2\n")
     (tmp_path / "model.py").write_text(
@@ -158,14 +153,12 @@ def test_across_files(tmp_path):
     workspace = Workspace([tmp_path])
 
     def check(expected):
-        isolate()
         fresh = Workspace([tmp_path])
         for path, text in workspace._texts.items():
             fresh.set_text(path, text)
         # analyze() files each finding under the file it occurs in (analyze_file(main) would
         # keep only main's own).
         reports = workspace.analyze([main, layers])
-        isolate()
         assert [key(report) for report in reports] == [key(report) for report in fresh.analyze([main, layers])]
         assert sorted((f.span.line, f.code, f.function) for r in reports for f in r.findings) == expected
 
@@ -207,12 +200,9 @@ def test_one_line_edit_rewalks_only_that_function(monkeypatch):
     assert set(walks) <= {"shout", "Block.forward", "step"} and "shout" in walks
 
 
-# --- known analyzer bug (flips to passing when fixed) ----------------------------------------
-
-@pytest.mark.xfail(strict=True, reason="checker._class_attr_cache is module-level and keyed by (path, class, "
-                                       "interface_key); the key ignores line positions, so after lines shift "
-                                       "it hands out ClassInfo refs of the earlier text: stale findings")
-def test_class_attribute_cache_survives_line_shift():
+def test_class_attribute_types_follow_a_line_shift():
+    """Attribute types were once cached by module-level (path, class) keys and handed out
+    class references of an earlier text: findings at the old lines."""
     text = textwrap.dedent('''\
         import torch.nn as nn
 
@@ -236,10 +226,10 @@ def test_class_attribute_cache_survives_line_shift():
     assert found(analyze_source("\n" + text, PATH)) == [(7, "FL110", "Inner.forward")]
 
 
-@pytest.mark.xfail(strict=True, reason="lazy parsing reports a syntax error only in blocks parsed during the "
-                                       "analysis; the second analysis takes Net's attributes from the "
-                                       "module-level _class_attr_cache, never parses __init__, and drops it")
 def test_problems_depend_only_on_the_text():
+    """Lazy parsing reports a syntax error only in what the analysis reads; that must not
+    depend on what an earlier analysis read (once it took Net's attributes from a cache
+    and never parsed __init__)."""
     text = textwrap.dedent('''\
         import torch.nn as nn
 

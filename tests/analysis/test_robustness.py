@@ -403,7 +403,7 @@ def _frames(error: BaseException) -> str:
     return "".join(traceback.format_tb(error.__traceback__)[-40:])
 
 
-# --- known analyzer bugs outside source.py (flip to passing when fixed) ----------------------
+# --- regressions: analyzer bugs outside source.py ------------------------------------------
 
 def test_import_cycle_does_not_recurse(tmp_path):
     assert not _cycle_bug_present(tmp_path)
@@ -424,18 +424,18 @@ def test_fix_after_form_feed_line():
     assert "def f(x):\n    if not torch.compiler.is_compiling():\n        print(x)\n" in fixed
 
 
-@pytest.mark.xfail(strict=True, reason="the same syntax error is reported twice (reduced from torch/testing/"
-                                       "_internal/py312_intrinsics.py); parse_blocks itself holds it once")
 def test_each_problem_is_reported_once():
+    """Reduced from torch/testing/_internal/py312_intrinsics.py: the class block (it mentions
+    `compile(`) and its method's own block both hold the error."""
     text = ('class Foo:\n    @classmethod\n    def _default_update(cls):\n            """This is a test"""\n'
             '        return wrapper, f\n        @torch.compile(backend="eager", fullgraph=True)\n')
     problems = [(p.span, p.message) for p in analyse(text).problems]
     assert len(problems) == 1, problems
 
 
-@pytest.mark.xfail(strict=True, reason="Workspace indexes a file reached through an import under its "
-                                       "resolved absolute path: relative paths get a second Report")
 def test_relative_paths_are_reported_once(tmp_path, monkeypatch):
+    """A file reached through an import is found under a workspace root (an absolute path);
+    it is filed under the name the caller gave it, not reported twice."""
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "main.py").write_text(
         "import torch\nfrom helpers import shout\n\n\n@torch.compile\ndef run(x):\n    return shout(x)\n")

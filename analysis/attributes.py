@@ -1,0 +1,85 @@
+"""Types of `self.<name>`, learned from `__init__` (and the workspace base classes' ones).
+
+Cached on the ClassInfo, so the cache lives exactly as long as the index it belongs to (a
+module-level cache keyed by names handed out ClassInfo references of an earlier text),
+and stamped with the Workspace's interface epoch, because a base class in another file
+can change while this ClassInfo stays.
+"""
+from __future__ import annotations
+
+import ast
+
+from . import kinds as K
+from .checker import MAX_DEPTH, FunctionWalker
+from .index import ClassInfo, FunctionInfo
+from .kinds import Ty
+from .params import args_with_defaults, parameter_type
+
+_WEIGHTED_BASES = {"torch.nn.Linear", "torch.nn.Conv1d", "torch.nn.Conv2d", "torch.nn.Embedding",
+                   "torch.nn.LayerNorm"}
+
+
+def class_attributes(analysis, cls: ClassInfo) -> tuple[dict[str, Ty], list[FunctionInfo]]:
+    """(attribute types, the `__init__`s read to learn them)."""
+    record = cls.attributes
+    if record is not None and record[0] == analysis.epoch:
+        return record[1], record[2]
+    attrs: dict[str, Ty] = {}
+    reads: list[FunctionInfo] = []
+    cls.attributes = (analysis.epoch, attrs, reads)  # recursion guard for self-referencing classes
+    for base in reversed(cls.module.base_classes(cls)):
+        base_attrs, base_reads = class_attributes(analysis, base)
+        attrs.update(base_attrs)
+        reads.extend(base_reads)
+    if set(cls.bases) & _WEIGHTED_BASES:
+        attrs.update({"weight": K.T_TENSOR, "bias": K.T_TENSOR.but(optional=True)})
+    init = cls.methods.get("__init__")
+    if init is not None:
+        reads.append(init)
+        if init.node is not None:
+            walker = _InitWalker(analysis, init)
+            walker.run()
+            attrs.update(walker.attributes)
+            reads.extend(walker.result.reads)  # other classes' attributes that __init__ used
+    reads[:] = dict.fromkeys(reads)
+    return attrs, reads
+
+
+class _InitWalker(FunctionWalker):
+    """Evaluates `__init__` only to learn what `self.<name>` holds."""
+
+    def __init__(self, analysis, function: FunctionInfo):
+        params = tuple([Ty(K.MODULE, ref=function.cls)] + [
+            parameter_type(function.module, arg, default, guess_tensor=False)
+            for arg, default in args_with_defaults(function.node)][1:])
+        super().__init__(analysis, function, "init", params, (), MAX_DEPTH)
+        self.attributes: dict[str, Ty] = {}
+
+    def report(self, *args, **kwargs) -> None:
+        return  # __init__ runs eagerly; nothing to report
+
+    def call_user(self, node, callee, args, kwargs, receiver=None) -> Ty:
+        return K.T_UNKNOWN
+
+    def assign(self, target, value, statement) -> None:
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+            self.attributes[target.attr] = value
+        else:
+            super().assign(target, value, statement)
+
+    def expr_Call(self, node: ast.Call) -> Ty:
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in ("register_buffer", "register_parameter") \
+                and isinstance(func.value, ast.Name) and func.value.id == "self" and node.args \
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            value = self.expr(node.args[1]) if len(node.args) > 1 else K.T_TENSOR
+            self.attributes[node.args[0].value] = K.T_TENSOR if value.kind != K.NONE else K.T_TENSOR.but(
+                optional=True)
+            return K.T_NONE
+        if isinstance(func, ast.Attribute) and func.attr == "append" and isinstance(func.value, ast.Attribute) \
+                and isinstance(func.value.value, ast.Name) and func.value.value.id == "self" and node.args:
+            element = self.expr(node.args[0])
+            current = self.attributes.get(func.value.attr)
+            if current is not None and current.kind == K.SEQ and not isinstance(current.ref, Ty):
+                self.attributes[func.value.attr] = K.seq_of(element)
+        return super().expr_Call(node)

@@ -1,0 +1,179 @@
+"""Analysis passes: one per compile root, over function walks memoised across passes.
+
+Each root is analysed in a pass of its own (its own call stack, returns and collected
+set), so its result depends only on the root and the code it reaches, never on which
+roots ran before it. That makes a root's result cacheable: a RootResult lists every
+function the pass read with the Block it read, and stays valid while none of them changed
+(workspace.py checks that on each analysis; an edit inside one function replaces only
+that function's Block).
+
+Across passes, walks are memoised by (function, body text, mode, parameter types) with the
+callee outcomes they relied on: a memoised walk is reused once each of those callees, as
+it stands now, still gives the same outcome.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import kinds as K
+from .attributes import class_attributes
+from .checker import MAX_DEPTH, FunctionWalker
+from .findings import CallSite, Finding, Fix, Span
+from .index import SCRIPT, ClassInfo, FunctionInfo
+from .params import root_parameters
+
+_UNKNOWN = (K.T_UNKNOWN, False)
+
+
+@dataclass
+class RootResult:
+    epoch: int  # the Workspace's interface epoch the pass ran in
+    # (function, chain, code, span relative to the def line, message, relative fix); the chain
+    # is ((caller, relative call span), ...) from the root down to `function`
+    findings: list[tuple]
+    deps: list[tuple]  # (function, Block) of every function the pass read
+
+
+class Analysis:
+    """Runs compile roots, one pass each, sharing the Workspace's memo of walks."""
+
+    def __init__(self, config, memo: dict, workspace, epoch: int = 0):
+        self.config = config
+        self.memo = memo
+        self.workspace = workspace
+        self.epoch = epoch
+
+    def run_root(self, mode: str, function: FunctionInfo) -> RootResult:
+        self._returns: dict = {}  # key → (returns, breaks), in this pass
+        self._active: set = set()  # keys being walked (recursion)
+        self._collected: set = set()
+        self.findings: list[tuple] = []
+        self.deps: dict[int, tuple] = {id(function): (function, function.block)}
+        if mode != SCRIPT and function.node is not None:
+            self.evaluate(function, mode, root_parameters(function), (), 0)
+        return RootResult(self.epoch, self.findings, list(self.deps.values()))
+
+    def class_attributes(self, cls: ClassInfo):
+        return class_attributes(self, cls)
+
+    def evaluate(self, function: FunctionInfo, mode: str, params: tuple, chain: tuple, depth: int):
+        """Walks `function` (or reuses a memoised walk); returns (return type, breaks?)."""
+        if function.node is None:  # does not parse (yet): nothing to follow
+            return _UNKNOWN
+        key = (function.module.path, function.qualname, function.segment, mode, params)
+        outcome = self._returns.get(key)
+        if outcome is not None:  # walked and collected in this pass already
+            return outcome
+        if key in self._active or depth > MAX_DEPTH:
+            return _UNKNOWN
+        evaluation = self.memo.get(key)
+        if evaluation is not None and not self._still_valid(evaluation, function, mode, chain, depth):
+            evaluation = None
+        if evaluation is None:
+            self._active.add(key)
+            try:
+                evaluation = FunctionWalker(self, function, mode, params, chain, depth).run()
+            finally:
+                self._active.discard(key)
+            self.memo[key] = evaluation
+        outcome = self._returns[key] = (evaluation.returns, evaluation.breaks)
+        self._collect(key, evaluation, function, mode, chain, depth)
+        return outcome
+
+    def _still_valid(self, evaluation, function: FunctionInfo, mode: str, chain: tuple, depth: int) -> bool:
+        # Re-evaluate the callees the cached walk relied on, as they stand now; a callee that
+        # moved, vanished, (no longer) parses or returns something else means the caller
+        # must be walked again.
+        for callee, params, rel_span, outcome in evaluation.observations:
+            current = self._current(callee, params)
+            if current is None:
+                return False
+            callee, params = current
+            if params is None:  # it did not parse then
+                if callee.node is not None:
+                    return False
+                continue
+            if self.evaluate(callee, mode, params, chain + ((function, rel_span),), depth + 1) != outcome:
+                return False
+        return True
+
+    def _current(self, callee: FunctionInfo, params: tuple | None):
+        function = self.workspace.current_function(callee)
+        if function is None:
+            return None
+        if params is None:
+            return function, None
+        refreshed = []
+        for ty in params:
+            if isinstance(ty, K.Ty) and isinstance(ty.ref, ClassInfo):
+                cls = self.workspace.current_class(ty.ref)
+                if cls is None:
+                    return None
+                if cls is not ty.ref:
+                    ty = ty.but(ref=cls)
+            refreshed.append(ty)
+        return function, tuple(refreshed)
+
+    def _collect(self, key, evaluation, function: FunctionInfo, mode: str, chain: tuple, depth: int) -> None:
+        """Adds the walk's findings and dependencies to this pass, then its callees'."""
+        if key in self._collected:
+            return
+        self._collected.add(key)
+        self.deps[id(function)] = (function, function.block)
+        for read in evaluation.reads:
+            read = self.workspace.current_function(read) or read
+            self.deps[id(read)] = (read, read.block)
+        for code, rel, message, fix in evaluation.findings:
+            self.findings.append((function, chain, code, rel, message, fix))
+        for callee, params, rel_span, _outcome in evaluation.observations:
+            current = self._current(callee, params)
+            if current is None:
+                continue
+            callee, params = current
+            if params is None:  # does not parse: its syntax error is reported, as a fresh walk's
+                self.deps[id(callee)] = (callee, callee.block)
+            else:
+                self.evaluate(callee, mode, params, chain + ((function, rel_span),), depth + 1)
+
+
+def function_base_line(function: FunctionInfo) -> int:
+    """Absolute line of the def (relative spans are measured from here)."""
+    return function.node.lineno + function.block.first_line - 1
+
+
+def merge_findings(results, config, merged: dict | None = None) -> dict:
+    """(path, line, code) → Finding over root results in order (the first root to reach a
+    finding gives its chain), with the settings and `# fuselens: ignore` comments applied.
+    Positions are computed now, so a result stays valid when lines above it move."""
+    merged = {} if merged is None else merged
+    for result in results:
+        for function, chain, code, rel, message, fix in result.findings:
+            base = function_base_line(function)
+            line = rel.line + base
+            path = function.module.path
+            key = (path, line, code)
+            if key in merged or not config.enabled(code):
+                continue
+            ignored = function.module.ignores.get(line, False)
+            if ignored is None or (ignored and code in ignored):
+                continue
+            merged[key] = Finding(code, path, Span(line, rel.column, rel.end_line + base, rel.end_column), message,
+                                  function.qualname, _chain(chain), _rebase_fix(fix, base))
+    return merged
+
+
+def _chain(chain: tuple) -> tuple:
+    sites = []
+    for caller, rel in chain:
+        base = function_base_line(caller)
+        sites.append(CallSite(caller.module.path, Span(rel.line + base, rel.column, rel.end_line + base,
+                                                       rel.end_column), caller.qualname))
+    return tuple(sites)
+
+
+def _rebase_fix(fix, base: int):
+    if fix is None:
+        return None
+    edits = tuple(type(edit)(Span(edit.span.line + base, edit.span.column, edit.span.end_line + base,
+                                  edit.span.end_column), edit.new_text) for edit in fix.edits)
+    return Fix(fix.title, edits)

@@ -1,0 +1,166 @@
+"""Types of a function's parameters: at a compile root (annotations, defaults, names, how
+the body uses them) and at a call site (the argument types, bound to the signature)."""
+from __future__ import annotations
+
+import ast
+
+from . import kinds as K
+from .index import FunctionInfo, ModuleIndex
+from .kinds import Ty
+
+# Parameter names that are hyper-parameters, not tensors, when a root leaves them unannotated.
+SCALAR_PARAM_NAMES = {"dim", "axis", "n", "k", "p", "eps", "scale", "temperature", "top_k", "top_p", "steps",
+                      "num_steps", "max_len", "max_length", "max_new_tokens", "size", "stride", "padding",
+                      "training", "causal", "is_causal", "inplace", "keepdim", "reduction", "mode", "alpha",
+                      "beta", "gamma", "momentum", "lr", "weight_decay", "threshold", "iou_threshold",
+                      "label_smoothing", "ignore_index", "n_heads", "num_heads", "head_dim", "groups",
+                      "dropout", "base", "theta", "seq_len", "offset", "start_pos", "chunk_size",
+                      "block_size", "window", "window_size", "kernel_size", "margin", "smoothing", "tau"}
+SCALAR_PARAM_PREFIXES = ("num_", "n_", "max_", "min_", "use_", "is_", "return_", "with_", "do_", "has_")
+
+
+def root_parameters(function: FunctionInfo) -> tuple:
+    """Types of a root's parameters: annotations, defaults, names; otherwise a tensor."""
+    node = function.node
+    args = [*node.args.posonlyargs, *node.args.args]
+    defaults = [None] * (len(args) - len(node.args.defaults)) + list(node.args.defaults)
+    params = []
+    for index, (arg, default) in enumerate(zip(args, defaults)):
+        if index == 0 and function.cls is not None and arg.arg in ("self", "cls"):
+            params.append(Ty(K.MODULE, ref=function.cls))
+        else:
+            params.append(parameter_type(function.module, arg, default, guess_tensor=True))
+    for arg, default in zip(node.args.kwonlyargs, node.args.kw_defaults):
+        params.append(parameter_type(function.module, arg, default, guess_tensor=True))
+    names = [arg.arg for arg in [*args, *node.args.kwonlyargs]]
+    guessed = {name for name, ty in zip(names, params) if ty.kind in (K.NUM, K.UNKNOWN)}
+    if guessed:
+        key = (function.segment, frozenset(guessed))
+        used = _usage_cache.get(key)
+        if used is None:
+            if len(_usage_cache) > 20000:
+                _usage_cache.clear()
+            used = _usage_cache[key] = _used_as_tensors(node, guessed)
+        params = [K.T_TENSOR if name in used else ty for name, ty in zip(names, params)]
+    return tuple(params)
+
+
+_usage_cache: dict = {}
+_TENSOR_ONLY_ATTRS = {"shape", "dtype", "device", "ndim", "size", "dim", "item", "tolist", "numel", "view",
+                      "reshape", "sum", "mean", "max", "min", "float", "long", "to", "unsqueeze", "squeeze",
+                      "transpose", "permute", "contiguous", "softmax", "exp", "log", "abs", "clamp", "norm",
+                      "std", "var", "any", "all", "argmax", "argmin", "expand", "masked_fill", "sigmoid", "tanh",
+                      "matmul", "detach", "clone", "cumsum", "flatten", "numpy", "cpu", "cuda", "type_as"}
+
+
+def _used_as_tensors(node: ast.AST, names: set[str]) -> set[str]:
+    """Parameters the body uses like tensors (`p.mean()`, `p.shape`), whatever their names say."""
+    used = set()
+    for child in ast.walk(node):
+        if isinstance(child, ast.Attribute) and isinstance(child.value, ast.Name) and child.value.id in names \
+                and child.attr in _TENSOR_ONLY_ATTRS:
+            used.add(child.value.id)
+        # `int(n)` of a parameter: nobody converts what is already a Python number.
+        elif isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id in (
+                "int", "float", "bool") and len(child.args) == 1 and isinstance(child.args[0], ast.Name) \
+                and child.args[0].id in names:
+            used.add(child.args[0].id)
+    return used
+
+
+def parameter_type(module: ModuleIndex, arg: ast.arg, default, guess_tensor: bool) -> Ty:
+    if arg.annotation is not None:
+        annotated = annotation_type(module, arg.annotation)
+        if annotated.kind != K.UNKNOWN:
+            return annotated
+    if default is not None:
+        if isinstance(default, ast.Constant):
+            value = default.value
+            if value is None:
+                return K.T_TENSOR.but(optional=True) if guess_tensor else K.T_UNKNOWN
+            if isinstance(value, bool):
+                return K.T_BOOL
+            if isinstance(value, (int, float)):
+                return K.T_NUM
+            if isinstance(value, str):
+                return K.T_STR
+        return K.T_UNKNOWN
+    name = arg.arg
+    if name in SCALAR_PARAM_NAMES or name.startswith(SCALAR_PARAM_PREFIXES) or name.endswith(
+            ("_size", "_dim", "_len", "_idx", "_index", "_threshold", "_eps", "_rate", "_prob")):
+        return K.T_NUM
+    if name in ("args", "kwargs", "config", "cfg"):
+        return K.T_UNKNOWN
+    return K.T_TENSOR if guess_tensor else K.T_UNKNOWN
+
+
+def annotation_type(module: ModuleIndex, node: ast.expr) -> Ty:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return K.T_UNKNOWN
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):  # Tensor | None
+        left, right = annotation_type(module, node.left), annotation_type(module, node.right)
+        return K.join(left, right)
+    if isinstance(node, ast.Subscript):
+        outer = module.dotted(node.value) or ""
+        if outer.endswith("Optional"):
+            return annotation_type(module, node.slice).but(optional=True)
+        if outer.endswith(("List", "Tuple", "Sequence", "list", "tuple")):
+            inner = node.slice.elts[0] if isinstance(node.slice, ast.Tuple) and node.slice.elts else node.slice
+            return K.seq_of(annotation_type(module, inner))
+        return K.T_UNKNOWN
+    if isinstance(node, ast.Constant) and node.value is None:
+        return K.T_NONE
+    name = module.dotted(node) or ""
+    if name in ("torch.Tensor", "Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+        return K.T_TENSOR
+    if name in ("int", "float", "complex"):
+        return K.T_NUM
+    if name == "bool":
+        return K.T_BOOL
+    if name == "str":
+        return K.T_STR
+    if name in ("torch.dtype",):
+        return K.T_DTYPE
+    if name in ("torch.device",):
+        return K.T_DEVICE
+    cls = module.resolve_class(name) if name else None
+    if cls is not None:
+        return Ty(K.MODULE if cls.is_module else K.OBJ, ref=cls)
+    return K.T_UNKNOWN
+
+
+def bind_parameters(callee: FunctionInfo, args: list[Ty], kwargs: dict[str, Ty], receiver: Ty | None) -> tuple:
+    node = callee.node
+    positional = [*node.args.posonlyargs, *node.args.args]
+    defaults = [None] * (len(positional) - len(node.args.defaults)) + list(node.args.defaults)
+    values = list(args)
+    if receiver is not None:
+        values.insert(0, receiver)
+    params = []
+    for index, (arg, default) in enumerate(zip(positional, defaults)):
+        if index < len(values):
+            ty = values[index]
+        elif arg.arg in kwargs:
+            ty = kwargs[arg.arg]
+        else:
+            ty = parameter_type(callee.module, arg, default, guess_tensor=False) if default is not None \
+                else K.T_UNKNOWN
+        if ty.kind == K.UNKNOWN and arg.annotation is not None:
+            ty = annotation_type(callee.module, arg.annotation)
+        params.append(ty)
+    for arg, default in zip(node.args.kwonlyargs, node.args.kw_defaults):
+        ty = kwargs.get(arg.arg)
+        if ty is None:
+            ty = parameter_type(callee.module, arg, default, guess_tensor=False) if default is not None \
+                else K.T_UNKNOWN
+        params.append(ty)
+    return tuple(params)
+
+
+def args_with_defaults(node):
+    positional = [*node.args.posonlyargs, *node.args.args]
+    defaults = [None] * (len(positional) - len(node.args.defaults)) + list(node.args.defaults)
+    return [*zip(positional, defaults), *zip(node.args.kwonlyargs, node.args.kw_defaults)]
