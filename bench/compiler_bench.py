@@ -2,11 +2,14 @@
 
     python bench/compiler_bench.py [--quick] [--cases softmax,layernorm] [--rounds 7]
 
-Prints per case: runtime (ms) of each implementation, Inductor/FuseLens and eager/FuseLens ratios,
-cold and warm compile times of both compilers (first call, Dynamo included; "warm" = after
-torch._dynamo.reset() with the compilers' caches filled), and for memory-bound cases the effective
-bandwidth (minimal bytes moved / time) against a STREAM-like bandwidth measured in the same run.
-The machine is noisy (~10% run to run): compare columns within one run only.
+FuseLens runs through its own front end, `fuselens.compile(fn, backend="fuselens")` (guarded
+source capture, ~2 us per call); the "fl-dyn" column is the same back end under Dynamo,
+`torch.compile(fn, backend=fuselens_backend)`. Prints per case: runtime (ms) of each, the
+Inductor/FuseLens and eager/FuseLens ratios, cold and warm compile times (first call, capture or
+Dynamo included; "(own)" = the back end's share, lowering to loaded kernels; "warm" = a new compiled
+object with the kernel caches filled), and for memory-bound cases the effective bandwidth (minimal
+bytes moved / time) against a STREAM-like bandwidth measured in the same run. The machine is noisy
+(~10% run to run, more under load: the load average is printed): compare columns within one run.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import fuselens  # noqa: E402
 from fuselens.compiler.backend import api, fuselens_backend  # noqa: E402
 
 BUILD_SECONDS = [0.0]  # FuseLens's own share of a compile (lowering to loading kernels)
@@ -205,8 +209,12 @@ def fresh(fn):
 
 
 def first_call_seconds(fn, backend, run):
+    """(compiled, seconds of its first call); backend "fuselens-capture" is fuselens.compile."""
     torch._dynamo.reset()
-    compiled = torch.compile(fresh(fn), backend=backend)
+    if backend == "fuselens-capture":
+        compiled = fuselens.compile(fn, backend="fuselens")
+    else:
+        compiled = torch.compile(fresh(fn), backend=backend)
     BUILD_SECONDS[0] = 0.0
     t = time.perf_counter()
     run(compiled)
@@ -214,17 +222,21 @@ def first_call_seconds(fn, backend, run):
 
 
 def time_per_call(f, run, budget=0.05):
+    """Median over batches of calls (each batch >= 0.5 ms): on a loaded machine a mean over a time
+    window mostly measures other processes' time slices."""
     run(f)
     t = time.perf_counter()
-    n = 0
-    while time.perf_counter() - t < budget / 5 or n < 1:
-        run(f)
-        n += 1
-    reps = max(1, int(n * budget / max(time.perf_counter() - t, 1e-9) / 5))
-    t = time.perf_counter()
-    for _ in range(reps):
-        run(f)
-    return (time.perf_counter() - t) / reps
+    run(f)
+    one = max(time.perf_counter() - t, 1e-7)
+    batch = max(1, int(5e-4 / one))
+    samples = []
+    deadline = time.perf_counter() + budget
+    while len(samples) < 3 or (time.perf_counter() < deadline and len(samples) < 200):
+        t = time.perf_counter()
+        for _ in range(batch):
+            run(f)
+        samples.append((time.perf_counter() - t) / batch)
+    return statistics.median(samples)
 
 
 def check_same(run, fa, fb, name):
@@ -249,35 +261,37 @@ def main():
     # Fresh caches for both compilers, so "cold" is cold (Inductor's cache dir is read lazily).
     os.environ.setdefault("FUSELENS_CACHE_DIR", tempfile.mkdtemp(prefix="fuselens-bench-"))
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="inductor-bench-"))
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; load average {_load()}")
     bw = stream_bandwidth()
     print(f"STREAM-like bandwidth: {bw:.1f} GB/s")
-    # Warm up Dynamo/AOT machinery once so per-case compile times measure the compilers.
+    # Warm up capture, Dynamo and AOT machinery once so per-case compile times measure the compilers.
+    first_call_seconds(lambda x: x + 1, "fuselens-capture", lambda f: f(torch.randn(4)))
     first_call_seconds(lambda x: x + 1, fuselens_backend, lambda f: f(torch.randn(4)))
     wanted = set(filter(None, opts.cases.split(",")))
     rows = []
+    print(HEADER)
     for name, fn, args, nbytes in build_cases(opts.quick):
         if wanted and name not in wanted:
             continue
         run = make_runner(fn, args)
         impls = {"eager": fn}
         comp = {}
-        fl, comp["fl_cold"] = first_call_seconds(fn, fuselens_backend, run)
+        impls["fuselens"], comp["fl_cold"] = first_call_seconds(fn, "fuselens-capture", run)
         comp["fl_cold_own"] = BUILD_SECONDS[0]
-        _, comp["fl_warm"] = first_call_seconds(fn, fuselens_backend, run)
+        _, comp["fl_warm"] = first_call_seconds(fn, "fuselens-capture", run)
         comp["fl_warm_own"] = BUILD_SECONDS[0]
         if not opts.no_inductor:
             _, comp["ind_cold"] = first_call_seconds(fn, "inductor", run)
             _, comp["ind_warm"] = first_call_seconds(fn, "inductor", run)
-        # The timed instances: each on its own code object, compiled after the last reset.
+        # The Dynamo-based instances: each on its own code object, compiled after the last reset.
         torch._dynamo.reset()
-        impls["fuselens"] = torch.compile(fresh(fn), backend=fuselens_backend)
+        impls["fl-dyn"] = torch.compile(fresh(fn), backend=fuselens_backend)
         if not opts.no_inductor:
             impls["inductor"] = torch.compile(fresh(fn))
         for f in impls.values():
             run(f)
-        fl = impls["fuselens"]
-        status = check_same(run, fn, fl, name)
+        checks = [check_same(run, fn, impls[k], f"{name} ({k})") for k in ("fuselens", "fl-dyn")]
+        status = "ok" if checks == ["ok", "ok"] else "MISMATCH"
         samples = {k: [] for k in impls}
         for _ in range(opts.rounds):
             for k, f in impls.items():
@@ -285,10 +299,11 @@ def main():
         med = {k: statistics.median(v) for k, v in samples.items()}
         rows.append((name, med, comp, nbytes, status))
         print(_row(name, med, comp, nbytes, bw, status), flush=True)
+    print(f"load average at the end: {_load()}")
     _summary(rows, bw)
 
 
-HEADER = (f"{'case':<18} {'eager ms':>9} {'induct ms':>9} {'fl ms':>9} {'ind/fl':>7} {'eag/fl':>7} "
+HEADER = (f"{'case':<18} {'eager ms':>9} {'induct ms':>9} {'fl ms':>9} {'fl-dyn ms':>9} {'ind/fl':>7} {'eag/fl':>7} "
           f"{'fl cold':>8} {'(own)':>7} {'fl warm':>8} {'(own)':>7} {'ind cold':>8} {'ind warm':>8} {'fl GB/s':>8} "
           f"{'%bw':>5} check")
 
@@ -297,7 +312,8 @@ def _row(name, med, comp, nbytes, bw, status):
     fl = med["fuselens"]
     ind = med.get("inductor", float("nan"))
     gbs = nbytes / fl / 1e9 if nbytes else float("nan")
-    return (f"{name:<18} {med['eager'] * 1e3:9.3f} {ind * 1e3:9.3f} {fl * 1e3:9.3f} {ind / fl:7.2f} "
+    return (f"{name:<18} {med['eager'] * 1e3:9.3f} {ind * 1e3:9.3f} {fl * 1e3:9.3f} {med['fl-dyn'] * 1e3:9.3f} "
+            f"{ind / fl:7.2f} "
             f"{med['eager'] / fl:7.2f} {comp['fl_cold']:7.2f}s {comp['fl_cold_own']:6.3f}s {comp['fl_warm']:7.3f}s "
             f"{comp['fl_warm_own']:6.3f}s "
             f"{comp.get('ind_cold', float('nan')):7.1f}s {comp.get('ind_warm', float('nan')):7.2f}s "
@@ -311,7 +327,8 @@ def _summary(rows, bw):
         print(_row(name, med, comp, nbytes, bw, status))
     if rows and "inductor" in rows[0][1]:
         geo = math.exp(statistics.mean(math.log(r[1]["inductor"] / r[1]["fuselens"]) for r in rows))
-        print(f"\ngeomean Inductor/FuseLens: {geo:.2f}x")
+        dyn = _geo(r[1]["inductor"] / r[1]["fl-dyn"] for r in rows)
+        print(f"\ngeomean Inductor/FuseLens: {geo:.2f}x (through Dynamo: {dyn:.2f}x)")
         print(f"geomean cold compile: FuseLens {_geo(r[2]['fl_cold'] for r in rows):.2f}s, "
               f"Inductor {_geo(r[2]['ind_cold'] for r in rows):.1f}s")
     print(f"geomean eager/FuseLens: {_geo(r[1]['eager'] / r[1]['fuselens'] for r in rows):.2f}x; "
@@ -321,6 +338,10 @@ def _summary(rows, bw):
           f"{max(r[2]['fl_cold_own'] for r in rows) * 1e3:.0f} ms, warm max "
           f"{max(r[2]['fl_warm_own'] for r in rows) * 1e3:.0f} ms; first call incl. Dynamo: warm max "
           f"{max(r[2]['fl_warm'] for r in rows) * 1e3:.0f} ms")
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def _geo(xs):

@@ -19,7 +19,7 @@ from pathlib import Path
 from .codegen_cpp import LIBMVEC
 
 CXX = os.environ.get("CXX", "g++")
-FLAGS = ["-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-shared", "-fPIC", "-w", "-x", "c++"]
+FLAGS = ["-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-shared", "-fPIC", "-w", "-x", "c++"]
 LIBS = ["-lmvec", "-lm"] if LIBMVEC else ["-lm"]
 
 _memory: dict = {}

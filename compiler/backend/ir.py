@@ -120,8 +120,9 @@ def where(c: Expr, a, b) -> Expr:
     return Expr("where", (cast(c, torch.bool), cast(a, common), cast(b, common)), None, common)
 
 
-def walk(roots) -> list[Expr]:
-    """Every distinct node reachable from `roots`, children before parents."""
+def walk(roots, stop=()) -> list[Expr]:
+    """Every distinct node reachable from `roots` without passing through a node in `stop`,
+    children before parents."""
     seen, order = set(), []
     stack = [(r, False) for r in reversed(list(roots))]
     while stack:
@@ -129,7 +130,7 @@ def walk(roots) -> list[Expr]:
         if done:
             order.append(e)
             continue
-        if e in seen:
+        if e in seen or e in stop:
             continue
         seen.add(e)
         stack.append((e, True))

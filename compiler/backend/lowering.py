@@ -78,6 +78,13 @@ def location(node: torch.fx.Node) -> str:
     return ""
 
 
+def _is_item_access(target) -> bool:
+    """`operator.getitem`, or the capture front end's `_getitem(x, i)` (an item of a multi-output op)."""
+    return target is operator.getitem or (
+        callable(target) and not isinstance(target, torch._ops.OpOverload)
+        and getattr(target, "__qualname__", "") == "_getitem")
+
+
 class Lowering:
     def __init__(self, gm: torch.fx.GraphModule, example_inputs):
         self.gm, self.example_inputs = gm, example_inputs
@@ -175,7 +182,7 @@ class Lowering:
     def lower_node(self, n: torch.fx.Node):
         self.origins[n.name] = (str(getattr(n.target, "__name__", n.target)), location(n))
         args, kwargs = self.env_map(n.args), self.env_map(n.kwargs)
-        if n.target is operator.getitem:
+        if _is_item_access(n.target) and isinstance(args[0], (tuple, list)):
             return args[0][args[1]]
         fn = LOWERINGS.get(n.target) or LOWERINGS.get(getattr(n.target, "overloadpacket", None))
         if fn is not None:

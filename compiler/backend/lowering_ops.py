@@ -207,6 +207,16 @@ def _to_copy(lo, n, x, *, dtype=None, layout=None, device=None, pin_memory=None,
     return pointwise(lo, n, lambda a: a, x, compute=x.dtype)
 
 
+@register(aten.to)
+def _to(lo, n, x, *args, **kwargs):
+    """`x.to(dtype)` (any overload) on the same device: a cast. It may alias x in torch, which only
+    a mutation could tell apart, and graphs with mutations run with torch."""
+    src, val = n.args[0].meta.get("val"), n.meta.get("val")
+    if not isinstance(src, torch.Tensor) or not isinstance(val, torch.Tensor) or src.device != val.device:
+        raise Unsupported("device transfer")
+    return pointwise(lo, n, lambda a: a, x, compute=x.dtype)
+
+
 @register(aten.clone, aten.alias, aten.lift_fresh_copy, aten.detach)
 def _identity(lo, n, x, *, memory_format=None):
     lo.meta(n)
@@ -347,6 +357,28 @@ def _select(lo, n, x, dim, index):
     index = index + x.shape[dim] if index < 0 else index
     idx = ivars(len(shape))
     return TV(shape, x.dtype, x.at(idx[:dim] + [const(index)] + idx[dim:]), x.origins)
+
+
+@register(aten.split.Tensor, aten.split_with_sizes, aten.tensor_split.sections, aten.chunk, aten.unbind)
+def _split(lo, n, x, *args, **kwargs):
+    """Consecutive pieces along `dim` (sizes from the traced results); unbind drops the dim."""
+    pieces = n.meta.get("val")
+    unbind = n.target.overloadpacket is aten.unbind
+    dim = kwargs.get("dim", args[0] if unbind and args else args[1] if len(args) > 1 else 0) % len(x.shape)
+    if not isinstance(pieces, (list, tuple)) or not all(isinstance(p, torch.Tensor) for p in pieces):
+        raise Unsupported("split without tensor metadata")
+    out, start = [], 0
+    for p in pieces:
+        shape = tuple(int(s) for s in p.shape)
+        idx = ivars(len(shape))
+        if unbind:
+            src = idx[:dim] + [const(start)] + idx[dim:]
+            start += 1
+        else:
+            src = idx[:dim] + [idx[dim] + const(start)] + idx[dim + 1:]
+            start += shape[dim]
+        out.append(TV(shape, x.dtype, x.at(src), x.origins))
+    return out
 
 
 def _clamped(i: Expr, lo_v: int, hi_v: int) -> Expr:

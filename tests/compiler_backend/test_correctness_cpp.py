@@ -150,3 +150,25 @@ def test_large_enough_for_threads_and_outer_reduction():
     x = torch.randn(300, 520)
     check(lambda x: (torch.softmax(x, -1), x.sum(0), (x * 2).sin()), x, atol=1e-4, rtol=1e-5)
     check(lambda x: x.sum(), torch.randn(200000), atol=1e-2, rtol=1e-5)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_reduction_code_shapes(threads):
+    """Each way a reduction kernel is written: lanes with a ragged end and a row cache (softmax,
+    log-softmax over 200), blocked rows (two passes over dim 0), per-thread partial rows (sums over
+    dim 0 of a wide matrix, with a per-row epilogue), NaN through lanes."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        x = torch.randn(300, 200)
+        check(lambda x: (torch.softmax(x * 2, -1), torch.log_softmax(x, -1), torch.sigmoid(x).sum(-1)), x,
+              atol=1e-5, rtol=1e-5)
+        check(lambda x: (x.var(0), x.amax(0)), torch.randn(700, 96), atol=1e-5, rtol=1e-5)
+        w = torch.randn(257, 1030)
+        check(lambda w: (w.sum(0), w.mean(0) * 2 + 1, (w * w).sum(0).sqrt()), w, atol=1e-4, rtol=1e-5)
+        nan = torch.randn(4, 130)
+        nan[1, 129] = float("nan")
+        nan[2, 3] = float("nan")
+        check(lambda x: (x.amax(-1), x.amin(-1), torch.softmax(x, -1)), nan)
+    finally:
+        torch.set_num_threads(old)

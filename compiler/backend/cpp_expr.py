@@ -1,0 +1,176 @@
+"""C++ expressions for the C++/OpenMP code generator: scalar types, literals, the math library
+(glibc's libmvec vector variants via `omp declare simd`), and `ExprPrinter`, which renders an
+expression DAG as one `const` temporary per node (common sub-expressions are emitted once).
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import torch
+
+from .ir import INDEX, Expr, walk
+from .simplify import bounds
+
+CTYPES = {torch.float32: "float", torch.float64: "double", torch.int64: "i64", torch.int32: "i32",
+          torch.int16: "i16", torch.int8: "i8", torch.uint8: "u8", torch.bool: "bool"}
+LIBMVEC = any(os.path.exists(p) for p in ("/lib/x86_64-linux-gnu/libmvec.so.1", "/usr/lib64/libmvec.so.1",
+                                          "/lib64/libmvec.so.1"))
+
+PRELUDE = r"""typedef long long i64; typedef int i32; typedef short i16; typedef signed char i8;
+typedef unsigned char u8;
+static int fl_err = 0;
+extern "C" int fl_take_error(void) { int e = fl_err; fl_err = 0; return e; }
+static inline i64 fl_checkidx(i64 v, i64 n) {
+  v = v < 0 ? v + n : v;
+  if (v < 0 || v >= n) { __atomic_store_n(&fl_err, 1, __ATOMIC_RELAXED); v = 0; }
+  return v;
+}
+template <class T> static inline T fl_max(T a, T b) { return (a != a || a > b) ? a : b; }
+template <class T> static inline T fl_min(T a, T b) { return (a != a || a < b) ? a : b; }
+static inline i64 fl_floordiv(i64 a, i64 b) { i64 q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
+static inline i64 fl_mod(i64 a, i64 b) { i64 r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+extern "C" int omp_get_thread_num(void); extern "C" int omp_get_num_threads(void);
+extern "C" int omp_get_max_threads(void);
+"""
+
+# op -> (float32 name, float64 name) of C math functions; the vectorizable ones are in libmvec.
+MATH = {"exp": ("expf", "exp"), "exp2": ("exp2f", "exp2"), "log": ("logf", "log"), "log2": ("log2f", "log2"),
+        "log1p": ("log1pf", "log1p"), "expm1": ("expm1f", "expm1"), "tanh": ("tanhf", "tanh"),
+        "erf": ("erff", "erf"), "sin": ("sinf", "sin"), "cos": ("cosf", "cos"), "tan": ("tanf", "tan"),
+        "atan": ("atanf", "atan"), "pow": ("powf", "pow"), "atan2": ("atan2f", "atan2"), "fmod": ("fmodf", "fmod")}
+BUILTIN = {"sqrt": "__builtin_sqrt", "abs": "__builtin_fabs", "floor": "__builtin_floor", "ceil": "__builtin_ceil",
+           "trunc": "__builtin_trunc", "round": "__builtin_nearbyint"}
+INFIX = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
+         "eq": "==", "ne": "!=", "and": "&&", "or": "||", "xor": "!="}
+INIT = {"sum": lambda t: "0", "max": lambda t: _lowest(t, True), "min": lambda t: _lowest(t, False)}
+
+
+def _lowest(dtype, for_max):
+    if dtype.is_floating_point:
+        return "-__builtin_inf()" if for_max else "__builtin_inf()"
+    if dtype == torch.bool:
+        return "false" if for_max else "true"
+    info = torch.iinfo(dtype)
+    return f"(({CTYPES[dtype]}){info.min if for_max else info.max}LL)" if dtype != torch.int64 else (
+        "(-9223372036854775807LL - 1)" if for_max else "9223372036854775807LL")
+
+
+def literal(value, dtype) -> str:
+    if dtype == torch.bool:
+        return "true" if value else "false"
+    if dtype.is_floating_point:
+        suffix = "f" if dtype == torch.float32 else ""
+        if math.isnan(value):
+            return f"__builtin_nan{suffix}(\"\")"
+        if math.isinf(value):
+            return f"{'-' if value < 0 else ''}__builtin_inf{suffix}()"
+        return f"{float(value)!r}{suffix}".replace("inf", "INF")
+    return f"{int(value)}LL" if dtype == INDEX else f"(({CTYPES[dtype]}){int(value)})"
+
+
+class ExprPrinter:
+    """Renders expressions as C++ with common sub-expressions bound to locals (CSE at emission)."""
+
+    def __init__(self, ranges, names, math_used):
+        self.ranges, self.names, self.math_used = ranges, names, math_used
+        self.bounds_memo: dict = {}
+
+    def leaf(self, e: Expr):
+        if e.op == "const":
+            return literal(e.arg, e.dtype)
+        if e.op == "var":
+            return self.names.get(e.arg, e.arg)
+        if e.op == "acc":
+            return self.names.get(e.arg, e.arg)
+        return None
+
+    def emit(self, roots, lines, indent, bound):
+        """Emit temporaries for the nodes of `roots` not yet in `bound`; returns their C names."""
+        for e in walk(roots, stop=bound):
+            text = self.leaf(e)
+            if text is None:
+                text = self.render(e, [bound[a] for a in e.args])
+                name = f"t{len(bound)}"
+                lines.append(indent + self.declare(name, text, e))
+                text = name
+            bound[e] = text
+        return [bound[r] for r in roots]
+
+    def declare(self, name, text, e) -> str:
+        return f"const {CTYPES[e.dtype]} {name} = {text};"
+
+    def nonneg(self, e):
+        b = bounds(e, self.ranges, self.bounds_memo)
+        return b is not None and b[0] >= 0
+
+    def render(self, e: Expr, a: list[str]) -> str:
+        op, t = e.op, e.dtype
+        arg_t = e.args[0].dtype if e.args else t
+        fsuf = "f" if arg_t == torch.float32 else ""
+        if op == "load":
+            return f"{self.names[e.arg]}[{a[0]}]"
+        if op == "cast":
+            if t == torch.bool:
+                return f"({a[0]} != 0)"
+            return f"(({CTYPES[t]}){a[0]})"
+        if op in INFIX:
+            return f"({a[0]} {INFIX[op]} {a[1]})"
+        if op == "floordiv":
+            both = self.nonneg(e.args[0]) and self.nonneg(e.args[1])
+            return f"({a[0]} / {a[1]})" if both else f"fl_floordiv({a[0]}, {a[1]})"
+        if op == "mod":
+            both = self.nonneg(e.args[0]) and self.nonneg(e.args[1])
+            return f"({a[0]} % {a[1]})" if both else f"fl_mod({a[0]}, {a[1]})"
+        if op in ("max", "min"):
+            if t.is_floating_point:
+                return f"fl_{op}<{CTYPES[t]}>({a[0]}, {a[1]})"
+            cmp = ">" if op == "max" else "<"
+            return f"({a[0]} {cmp} {a[1]} ? {a[0]} : {a[1]})"
+        if op == "where":
+            return f"({a[0]} ? {a[1]} : {a[2]})"
+        if op == "neg":
+            return f"(-{a[0]})"
+        if op == "not":
+            return f"(!{a[0]})"
+        if op == "bitnot":
+            return f"(~{a[0]})"
+        if op == "isnan":
+            return f"({a[0]} != {a[0]})"
+        if op == "sign":
+            return f"(({CTYPES[t]})(({a[0]} > 0) - ({a[0]} < 0)))"
+        if op == "checkidx":
+            return f"fl_checkidx({a[0]}, {e.arg}LL)"
+        one = literal(1.0, t) if t.is_floating_point else "1"
+        if op == "reciprocal":
+            return f"({one} / {a[0]})"
+        if op == "rsqrt":
+            return f"({one} / __builtin_sqrt{fsuf}({a[0]}))"
+        if op == "sigmoid":
+            self.math_used.add(MATH["exp"][0 if fsuf else 1])
+            return f"({one} / ({one} + exp{fsuf}(-{a[0]})))"
+        if not t.is_floating_point and op in ("abs",):
+            return f"({a[0]} < 0 ? -{a[0]} : {a[0]})"
+        if op in BUILTIN:
+            return f"{BUILTIN[op]}{fsuf}({a[0]})"
+        if op in MATH:
+            if not arg_t.is_floating_point:  # integer pow: compute in double
+                self.math_used.add("pow")
+                return f"(({CTYPES[t]})pow((double){a[0]}, (double){a[1]}))"
+            fn = MATH[op][0 if fsuf else 1]
+            self.math_used.add(fn)
+            return f"{fn}({', '.join(a)})"
+        raise NotImplementedError(f"C++ codegen for {op}")
+
+
+FLOAT_MATH = {v[0] for v in MATH.values()}
+
+
+def declare_math(names) -> str:
+    out = []
+    for fn in sorted(names):
+        ty = "float" if fn in FLOAT_MATH else "double"
+        nargs = 2 if fn in ("pow", "powf", "atan2", "atan2f", "fmod", "fmodf") else 1
+        simd = "#pragma omp declare simd notinbranch\n" if LIBMVEC and not fn.startswith("fmod") else ""
+        out.append(f'{simd}extern "C" {ty} {fn}({", ".join([ty] * nargs)});')
+    return "\n".join(out)
