@@ -129,7 +129,7 @@ def parse_settings(raw: object, base: Settings | None = None) -> tuple[Settings,
 
 
 PROFILE_OPTIONS = {"torchCompile": bool, "torchCompileBudgetS": (int, float), "repeats": int, "warmup": int,
-                   "timingBudgetS": (int, float)}
+                   "timingBudgetS": (int, float), "kernelRepeats": int}
 
 
 def _profile_options(raw) -> tuple[dict, str | None]:

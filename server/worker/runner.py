@@ -141,7 +141,7 @@ _STAGES = {
     "run": "running the function", "capture": "capturing the function", "compile": "compiling with FuseLens",
     "check": "checking the results against eager", "compile-torch": "compiling with torch.compile",
     "time-eager": "timing eager", "time-torchCompile": "timing torch.compile", "time-fuselens": "timing FuseLens",
-    "timing": "timing eager, torch.compile and FuseLens",
+    "timing": "timing eager, torch.compile and FuseLens", "time-kernels": "timing each kernel",
 }
 
 
