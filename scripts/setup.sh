@@ -19,3 +19,4 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stam
     python3 -m pip install --quiet --disable-pip-version-check -e '.[dev]'
     touch "$stamp"
 fi
+bash scripts/setup-extension.sh   # the VS Code extension and its tests (vscode-extension/)

@@ -5,6 +5,7 @@ const { spawn } = require('child_process');
 const fs = require('fs');
 const http = require('http');
 const net = require('net');
+const os = require('os');
 const path = require('path');
 const { chromium } = require('playwright-core');
 
@@ -15,7 +16,9 @@ const QUIET_SETTINGS = {
   'workbench.startupEditor': 'none', 'telemetry.telemetryLevel': 'off', 'update.mode': 'none',
   'extensions.autoCheckUpdates': false, 'extensions.autoUpdate': false, 'extensions.ignoreRecommendations': true,
   'workbench.tips.enabled': false, 'chat.disableAIFeatures': true, 'chat.commandCenter.enabled': false,
-  'workbench.enableExperiments': false, 'git.enabled': false, 'files.autoSave': 'off',
+  'workbench.enableExperiments': false, 'git.enabled': false, 'files.autoSave': 'off', 'editor.minimap.enabled': false,
+  // Short profiles: the tests check what is shown, not the numbers.
+  'fuselens.profile.repeats': 5,
 };
 
 // Every code-server started here is stopped when this process ends, however it ends.
@@ -74,7 +77,10 @@ async function startCodeServer({ runDir, trust = true, settings = {}, env = {}, 
     detached: true, // its own process group: stop() ends code-server and every extension host it started
     stdio: ['ignore', fs.openSync(log, 'w'), fs.openSync(log, 'a')],
     env: { ...process.env, XDG_DATA_HOME: path.join(dirs.xdg, 'data'), XDG_CACHE_HOME: path.join(dirs.xdg, 'cache'),
-           XDG_CONFIG_HOME: path.join(dirs.xdg, 'config'), TMPDIR: dirs.tmp, ...env },
+           XDG_CONFIG_HOME: path.join(dirs.xdg, 'config'), TMPDIR: dirs.tmp,
+           // Compiled kernels (FuseLens' and Inductor's) are cached across runs, as on a developer's machine.
+           FUSELENS_CACHE_DIR: path.join(os.tmpdir(), 'fuselens-e2e-cache', 'fuselens'),
+           TORCHINDUCTOR_CACHE_DIR: path.join(os.tmpdir(), 'fuselens-e2e-cache', 'inductor'), ...env },
   });
   const stop = () => {
     running.delete(stop);

@@ -24,7 +24,11 @@ export class RunCommands {
               private readonly log: vscode.LogOutputChannel) {}
 
   register(): vscode.Disposable[] {
-    const atCursor = (action: string, run: (ref: FunctionRef) => Promise<unknown>) => async () => {
+    const atCursor = (action: string, run: (ref: FunctionRef) => Promise<unknown>, runsCode = true) => async () => {
+      const refused = runsCode ? this.refuseUntrusted(action) : undefined;
+      if (refused) {
+        return refused;
+      }
       const ref = await functionAtCursor(vscode.window.activeTextEditor, action);
       return ref ? run(ref) : undefined;
     };
@@ -33,7 +37,7 @@ export class RunCommands {
       vscode.commands.registerCommand('fuselens.explainDynamoAtCursor', atCursor('Explain with Dynamo', (ref) => this.explainDynamo(ref))),
       vscode.commands.registerCommand('fuselens.showTransformedProgramAtCursor',
                                       atCursor('Show transformed program', (ref) => this.showTransformedProgram(ref))),
-      vscode.commands.registerCommand('fuselens.showKernels', atCursor('Show kernels', (ref) => this.pickKernel(ref))),
+      vscode.commands.registerCommand('fuselens.showKernels', atCursor('Show kernels', (ref) => this.pickKernel(ref), false)),
     ];
   }
 
@@ -142,12 +146,21 @@ export class RunCommands {
     return vscode.window.showTextDocument(uri, { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true, preview: false });
   }
 
+  /** The refusal to run code in an untrusted workspace (shown to the user), or undefined when trusted. */
+  private refuseUntrusted(title: string): RunOutcome<never> | undefined {
+    if (vscode.workspace.isTrusted) {
+      return undefined;
+    }
+    const message = `FuseLens: ${title} runs your code, so it only runs in a trusted workspace. Trust this workspace to use it.`;
+    void this.notifier.answer(MessageType.Error, message, 'Manage Workspace Trust').then((action) =>
+      action && vscode.commands.executeCommand('workbench.trust.manage'));
+    return { status: 'refused', message, kind: 'untrusted' };
+  }
+
   private async run<T>(title: string, ref: FunctionRef, method: string, params: object): Promise<RunOutcome<T>> {
-    if (!vscode.workspace.isTrusted) {
-      const message = `FuseLens: ${title} runs your code, so it only runs in a trusted workspace. Trust this workspace to use it.`;
-      void this.notifier.answer(MessageType.Error, message, 'Manage Workspace Trust').then((action) =>
-        action && vscode.commands.executeCommand('workbench.trust.manage'));
-      return { status: 'refused', message, kind: 'untrusted' };
+    const refused = this.refuseUntrusted(title);
+    if (refused) {
+      return refused;
     }
     const client = this.server().languageClient;
     if (!client) {

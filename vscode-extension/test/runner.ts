@@ -11,7 +11,7 @@ interface TestResult {
 }
 
 export function runSuite(files: string[]): Promise<void> {
-  const mocha = new Mocha({ ui: 'tdd', timeout: 180_000, color: false, reporter: 'spec' });
+  const mocha = new Mocha({ ui: 'tdd', timeout: 120_000, color: false, reporter: 'spec' });
   files.forEach((file) => mocha.addFile(file));
   const results: TestResult[] = [];
   const output = process.env.FUSELENS_TEST_RESULTS;

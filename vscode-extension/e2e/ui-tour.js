@@ -1,0 +1,126 @@
+// Uses FuseLens in a real VS Code the way a person does: installs the packaged .vsix into code-server,
+// opens the sample project, hovers a graph-break squiggle, clicks the "Compile and profile" code lens,
+// and takes screenshots of the kernel beside the source and of the profile panel; then clicks a kernel
+// in the panel. Each step is reported as JSON (the pytest side reads it).
+// usage: node e2e/ui-tour.js VSIX SCREENSHOT_DIR RESULTS_JSON
+const { execFileSync } = require('child_process');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const { launchBrowser, startCodeServer } = require('./codeServer');
+
+const SAMPLE = path.resolve(__dirname, '..', 'sample-project');
+const CODE_SERVER = path.join(__dirname, 'node_modules', '.bin', 'code-server');
+const VIEWPORT = { width: 1280, height: 760 };
+
+async function tour(page, shots, step) {
+  await step('the workbench opens the sample project', async () => {
+    await page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
+    await page.waitForSelector('.explorer-folders-view .monaco-list-row[aria-label*="model.py"]', { timeout: 60_000 });
+  });
+  await step('model.py opens from Quick Open', async () => {
+    await page.keyboard.press('Control+p');
+    await page.waitForSelector('.quick-input-widget input', { state: 'visible' });
+    await page.keyboard.type('model.py');
+    await page.waitForSelector('.quick-input-list .monaco-list-row', { timeout: 30_000 });
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('.editor-instance .view-lines >> text=def rms_norm', { timeout: 30_000 });
+    if (await page.locator('.part.sidebar').isVisible()) {
+      await page.keyboard.press('Control+b'); // room for the source and the kernel side by side
+    }
+  });
+  await step('hovering the print() squiggle explains the graph break', async () => {
+    const squiggle = page.locator('.squiggly-warning').first();
+    await squiggle.waitFor({ timeout: 90_000 });
+    const line = page.locator('.view-line', { hasText: 'print("gelu_scale"' });
+    const box = await line.boundingBox();
+    await page.mouse.move(box.x + 90, box.y + box.height / 2);
+    await page.waitForSelector('.monaco-hover >> text=print() splits the graph', { timeout: 30_000 });
+    await page.waitForTimeout(500); // the hover fades in
+    await page.screenshot({ path: path.join(shots, 'hover.png') });
+    await page.mouse.move(VIEWPORT.width - 10, VIEWPORT.height / 2);
+  });
+  await step('the "Compile and profile" code lens opens a kernel beside the source', async () => {
+    const lens = page.locator('.codelens-decoration a', { hasText: 'Compile and profile' }).first();
+    await lens.waitFor({ timeout: 60_000 });
+    await lens.click();
+    await page.waitForSelector('.tab .label-name >> text=/^kernel\\d+\\.(cpp|py)$/', { timeout: 240_000 });
+    await page.waitForSelector('.tab >> text=Profile · rms_norm', { timeout: 30_000 });
+    await page.waitForSelector('.view-lines >> text=/kernel\\s+kernel\\d+/', { timeout: 30_000 });
+    await page.waitForSelector('.codelens-decoration >> text=/→ kernel\\d+/', { timeout: 30_000 });
+    await page.waitForTimeout(1000);
+    await page.screenshot({ path: path.join(shots, 'kernel-beside-source.png') });
+  });
+  await step('the profile panel shows the timings and the kernels', async () => {
+    await page.locator('.tab', { hasText: 'Profile · rms_norm' }).click();
+    const view = page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
+    await view.locator('text=FuseLens profile of').waitFor({ timeout: 30_000 });
+    await view.locator('.bar-row', { hasText: 'FuseLens' }).waitFor();
+    await view.locator('a[data-kernel]').first().waitFor();
+    await page.waitForTimeout(500);
+    await page.screenshot({ path: path.join(shots, 'profile-panel.png') });
+  });
+  await step('clicking a kernel in the panel opens its document', async () => {
+    const view = page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
+    const link = view.locator('a[data-kernel]').first();
+    const name = await link.getAttribute('data-kernel');
+    await link.click();
+    await page.waitForSelector(`.tab.active .label-name >> text=/^${name}\\.(cpp|py)$/`, { timeout: 30_000 });
+  });
+}
+
+(async () => {
+  const [vsix, shots, resultsPath] = process.argv.slice(2);
+  if (!vsix || !shots || !resultsPath) {
+    console.error('usage: node e2e/ui-tour.js VSIX SCREENSHOT_DIR RESULTS_JSON');
+    process.exit(2);
+  }
+  fs.mkdirSync(shots, { recursive: true });
+  const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuselens-ui-'));
+  const steps = [];
+  const write = () => fs.writeFileSync(resultsPath, JSON.stringify({ steps }, null, 2));
+  const started = Date.now();
+  let server;
+  let browser;
+  try {
+    const workspace = path.join(runDir, 'sample-project');
+    fs.cpSync(SAMPLE, workspace, { recursive: true });
+    const extensions = path.join(runDir, 'extensions');
+    execFileSync(CODE_SERVER, ['--config', '/dev/null', '--user-data-dir', path.join(runDir, 'user-data'),
+                               '--extensions-dir', extensions, '--install-extension', path.resolve(vsix)], { stdio: 'inherit' });
+    server = await startCodeServer({ runDir, extensionsDir: extensions, settings: { 'workbench.colorTheme': 'Default Dark Modern' } });
+    browser = await launchBrowser();
+    const page = await browser.newPage({ viewport: VIEWPORT });
+    let failed = false;
+    const step = async (title, body) => {
+      if (failed) {
+        steps.push({ title, state: 'skipped' });
+        write();
+        return;
+      }
+      const t0 = Date.now();
+      try {
+        await body();
+        steps.push({ title, state: 'passed', seconds: (Date.now() - t0) / 1000 });
+      } catch (error) {
+        failed = true;
+        const shot = path.join(shots, `failed-${steps.length}.png`);
+        await page.screenshot({ path: shot }).catch(() => undefined);
+        steps.push({ title, state: 'failed', seconds: (Date.now() - t0) / 1000, error: String(error.stack || error), screenshot: shot });
+      }
+      console.log(`[ui ${((Date.now() - started) / 1000).toFixed(1)}s] ${steps[steps.length - 1].state}: ${title}`);
+      write();
+    };
+    await page.goto(`${server.url}/?folder=${encodeURIComponent(workspace)}`);
+    await tour(page, shots, step);
+  } finally {
+    await browser?.close();
+    server?.stop();
+    fs.rmSync(runDir, { recursive: true, force: true });
+    write();
+  }
+  process.exit(steps.length && steps.every((item) => item.state === 'passed') ? 0 : 1);
+})().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
