@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import stat
@@ -14,6 +15,7 @@ from pygls.io_ import StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 from pygls.workspace.position_codec import PositionCodec, ServerTextPosition
 
+from . import diagcache
 from .analyzer import ConfigResolver
 from .diagnostics import Analyses, DocState
 from .protocol import FuseLensProtocol, is_parse_error
@@ -62,8 +64,12 @@ class FuseLensServer(LanguageServer):
     def diagnostics_ready(self, uri: str, state: DocState) -> None:
         if self.pull_mode:
             return  # the client's pull is waiting in Analyses.current()
-        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=uri, version=state.analyzed_version, diagnostics=state.diagnostics))
+        # Written from the JSON cached with each diagnostic (diagcache.py), not re-serialized.
+        # DocState.diagnostics (static + dynamo) is what this sends.
+        items = state.static_json + [diagcache.to_json(d) for d in state.dynamo]
+        self.protocol.send_raw(
+            '{"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": {"uri": '
+            f'{json.dumps(uri)}, "version": {json.dumps(state.analyzed_version)}, "diagnostics": [{", ".join(items)}]}}}}')
 
     def dynamo_changed(self, uri: str) -> None:
         state = self.analyses.state(uri)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from lsprotocol import types
 
-from . import analyzer, convert
+from . import analyzer, convert, diagcache
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +25,8 @@ class DocState:
     uri: str
     analyzed_version: int | None = None
     static: list[types.Diagnostic] = field(default_factory=list)
+    static_json: list[str] = field(default_factory=list)  # the same, as JSON (written as is when pushed)
+    converted: diagcache.Converted = field(default_factory=diagcache.Converted)
     dynamo: list[types.Diagnostic] = field(default_factory=list)
     generation: int = 0  # bumps whenever what we would report changes (result ids)
     task: asyncio.Task | None = None
@@ -101,10 +103,11 @@ class Analyses:
             return
         encoding = self.server.position_encoding
         loop = asyncio.get_running_loop()
+        state = self.state(uri)
         try:
             outcome = await loop.run_in_executor(
                 self.executor, _analyze_job, ticket, text, path, uri, version, settings, encoding,
-                self.server.configs)
+                self.server.configs, state.converted)
         except RuntimeError:  # the executor is shut down: the server is stopping
             return
         if outcome is None or ticket.cancelled:
@@ -112,11 +115,11 @@ class Analyses:
         current = self.server.open_document(uri)
         if current is None or current.version != version:
             return  # stale: the user typed on while we analysed
-        diagnostics, problem = outcome
+        diagnostics, texts, problem = outcome
         if problem:
             self._warn_once(problem)
         state = self.state(uri)
-        state.static, state.analyzed_version, state.fresh = diagnostics, version, True
+        state.static, state.static_json, state.analyzed_version, state.fresh = diagnostics, texts, version, True
         state.generation += 1
         self.server.diagnostics_ready(uri, state)
         await self._notify()
@@ -141,7 +144,7 @@ class Analyses:
 
     def _skip_large(self, uri: str, version: int, size: int) -> None:
         state = self.state(uri)
-        state.static, state.analyzed_version, state.fresh = [], version, True
+        state.static, state.static_json, state.analyzed_version, state.fresh = [], [], version, True
         state.generation += 1
         self.server.diagnostics_ready(uri, state)
         name = uri.rsplit("/", 1)[-1]
@@ -155,25 +158,21 @@ class Analyses:
             self.server.notify_user(message, kind)
 
 
-def _analyze_job(ticket, text, path, uri, version, settings, encoding, configs):
+def _analyze_job(ticket, text, path, uri, version, settings, encoding, configs, converted):
     """Runs on the analysis thread. Returns None when superseded before starting."""
     if ticket.cancelled:
         return None
     try:
         config, problem = configs.resolve(path, settings)
         if analyzer.excluded(path, config):
-            return [], problem
+            return [], [], problem
         report = analyzer.analyze(text, path, config)
     except analyzer.AnalyzerUnavailable as error:
-        return [], f"FuseLens: no diagnostics, {error}"
+        return [], [], f"FuseLens: no diagnostics, {error}"
     except Exception as error:  # an analyzer bug must not take the server down
         log.error("analyzer failed on %s:\n%s", path, traceback.format_exc())
-        return [], f"FuseLens analyzer failed on {path}: {type(error).__name__}: {error}"
+        return [], [], f"FuseLens analyzer failed on {path}: {type(error).__name__}: {error}"
     positions = convert.Positions(text, encoding)
-    diagnostics = [
-        convert.finding_to_diagnostic(finding, positions, document_uri=uri, document_path=path,
-                                      version=version, severity_overrides=settings.severity)
-        for finding in report.findings
-    ]
-    diagnostics += [convert.problem_to_diagnostic(p, positions) for p in report.problems]
-    return diagnostics, problem
+    diagnostics, texts = converted.convert(report, positions, uri=uri, path=path, version=version,
+                                           overrides=settings.severity)
+    return diagnostics, texts, problem

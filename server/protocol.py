@@ -30,6 +30,15 @@ class InvalidRequest:
     jsonrpc: str = "2.0"
 
 
+class RawResult:
+    """A handler result whose JSON is already made; written as is (see diagcache.py)."""
+
+    __slots__ = ("json",)
+
+    def __init__(self, json_text: str) -> None:
+        self.json = json_text
+
+
 class FuseLensProtocol(LanguageServerProtocol):
     def structure_message(self, data):
         try:
@@ -70,6 +79,21 @@ class FuseLensProtocol(LanguageServerProtocol):
         if job is not None:
             job.cancel()
         super()._handle_cancel_notification(msg_id)
+
+    def _send_response(self, msg_id, result=None, error=None):
+        if error is None and isinstance(result, RawResult):
+            self._result_types.pop(msg_id, None)
+            self.send_raw(f'{{"jsonrpc": "2.0", "id": {json.dumps(msg_id)}, "result": {result.json}}}')
+            return
+        super()._send_response(msg_id, result, error)
+
+    def send_raw(self, body: str) -> None:
+        """Writes one message whose JSON is already made (see diagcache.py), framed as pygls frames."""
+        if self.writer is None:
+            return
+        data = body.encode(self.CHARSET)
+        self.writer.write(f"Content-Length: {len(data)}\r\nContent-Type: {self.CONTENT_TYPE}; "
+                          f"charset={self.CHARSET}\r\n\r\n".encode() + data)
 
     def parse_error(self, error: Exception) -> None:
         self._send_response(None, None, JsonRpcParseError(f"Parse error: {_short(error)}").to_response_error())
