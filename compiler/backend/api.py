@@ -22,6 +22,7 @@ from .ir import Node
 from .loops import optimize
 from .lowering import lower
 from .memplan import plan_memory
+from .patterns import fuse_attention
 from .runtime import Runner, Unit
 from .scheduler import Kernel, Store, schedule
 
@@ -88,7 +89,11 @@ def build(gm: torch.fx.GraphModule, example_inputs, device_backend: str = "cpp")
     """Compile for exactly these input shapes/strides; returns (runner, info)."""
     info = CompileInfo(backend=device_backend)
     t0 = time.perf_counter()
-    program = lower(gm, example_inputs)
+    rewritten = fuse_attention(gm) if device_backend == "cpp" else gm
+    if rewritten is not gm:
+        debug.log(2, "attention pattern -> scaled_dot_product_attention")
+        _ensure_meta(rewritten, example_inputs)
+    program = lower(rewritten, example_inputs)
     debug.log(3, "lowered program:\n" + debug.describe_program(program))
     steps = schedule(program, log=lambda m: debug.log(2, m))
     kernels = [optimize(s) for s in steps if isinstance(s, Kernel)]

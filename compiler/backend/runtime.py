@@ -149,7 +149,7 @@ class Runner:
         em = _Emitter()
         slot, bufs = self._slot, self._bufs
         g = em.globals
-        g.update(empty_strided=torch.empty_strided, leaves=pytree.tree_leaves, Tensor=torch.Tensor,
+        g.update(empty_strided=torch.empty_strided, leaves=pytree.tree_leaves, Tensor=torch.Tensor, relayout=_relayout,
                  fallback=self.fallback, take_error=self._take_error, unflatten=pytree.tree_unflatten,
                  clock=time.perf_counter)
         body = em.lines
@@ -170,6 +170,10 @@ class Runner:
                 elif any(node.outs):
                     lines.append("r = leaves(r)")
                     lines += [f"s{slot[o]} = r[{i}]" for i, o in enumerate(node.outs) if o]
+                for o in filter(None, node.outs):  # kernels were compiled for the traced layout
+                    s_, buf = f"s{slot[o]}", bufs[o]
+                    lines.append(f"if {s_}.stride() != {buf.strides!r}: {s_} = relayout({s_}, {buf.shape!r}, "
+                                 f"{buf.strides!r})")
                 units = [(node.name, lines)]
             else:
                 _, si, kernels = entry
@@ -234,6 +238,11 @@ def _unit_call(em: _Emitter, unit: Unit, slot) -> str:
     if unit.pointers:
         return f"{fn}({', '.join(f's{slot[b]}.data_ptr()' for b in unit.params)})"
     return f"{fn}([{', '.join(f's{slot[b]}' for b in unit.params)}])"
+
+
+def _relayout(t, shape, strides):
+    """An extern result in the layout the kernels were compiled for (its traced metadata said so)."""
+    return torch.empty_strided(shape, strides, dtype=t.dtype, device=t.device).copy_(t)
 
 
 def _arena(plan, bufs) -> list:
