@@ -16,6 +16,7 @@ import time
 
 import torch
 from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import _disable_current_modes
 
 from .ir import BufRef, Node, prod, walk
 
@@ -246,13 +247,15 @@ def _relayout(t, shape, strides):
 
 
 def _arena(plan, bufs) -> list:
-    """Views of one persistent allocation, one per arena buffer (allocated once per runner)."""
-    store = torch.empty(max(plan.arena_bytes, 1), dtype=torch.uint8)
-    views = []
-    for b, off in plan.arena_offset.items():
-        buf = bufs[b]
-        n = max(buf.strides[d] * (buf.shape[d] - 1) for d in range(len(buf.shape))) + 1 if buf.shape else 1
-        views.append(store[off:off + n * buf.dtype.itemsize].view(buf.dtype).as_strided(buf.shape, buf.strides))
+    """Views of one persistent allocation, one per arena buffer (allocated once per runner, with
+    real memory even when the compile runs under a fake-tensor mode, as AOT autograd's does)."""
+    with _disable_current_modes():
+        store = torch.empty(max(plan.arena_bytes, 1), dtype=torch.uint8)
+        views = []
+        for b, off in plan.arena_offset.items():
+            buf = bufs[b]
+            n = max(buf.strides[d] * (buf.shape[d] - 1) for d in range(len(buf.shape))) + 1 if buf.shape else 1
+            views.append(store[off:off + n * buf.dtype.itemsize].view(buf.dtype).as_strided(buf.shape, buf.strides))
     return views
 
 

@@ -83,3 +83,18 @@ def test_other_strides_compile_another_variant():
     q = torch.randn(8, 16).t()  # same shape, transposed strides
     with torch.no_grad():
         torch.testing.assert_close(compiled(q, ARGS[1]), attention_like(q, ARGS[1]))
+
+
+def test_compiled_under_a_fake_mode_runs_on_real_memory():
+    """AOT autograd calls the compiler under a FakeTensorMode: the intermediates' arena must still
+    be real memory."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    def fn(x):
+        return torch.cumsum(torch.softmax(x, -1), 0)  # the extern reads a kernel's temp buffer
+    x = torch.randn(8, 16)
+    gm = aten_graph(fn, x)
+    with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+        compiled = compile_graph(gm, [mode.from_tensor(x)])
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), fn(x))
