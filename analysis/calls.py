@@ -9,7 +9,7 @@ import ast
 
 from . import kinds as K
 from .fixes import fix_for
-from .index import ClassInfo, FunctionInfo
+from .index import EXTERNAL_PREFIXES, ClassInfo, FunctionInfo
 from .kinds import Ty
 
 LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log", "fatal"}
@@ -88,6 +88,8 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
     if isinstance(func, ast.Name) and dotted == func.id and (callee is None or callee.kind == K.UNKNOWN):
         return builtin_call(walker, node, func.id, args, kwargs)
     if dotted:
+        if dotted.startswith(EXTERNAL_PREFIXES):  # never workspace code: skip the resolving below
+            return library_call(walker, node, dotted, args, kwargs)
         if walker.module.is_disabled_name(dotted):
             walker.report("FL130", node, f"`{dotted}` is excluded from compilation (torch.compiler.disable)")
             return K.T_UNKNOWN
@@ -246,7 +248,7 @@ def tensor_method(walker, node: ast.Call, name: str, receiver: Ty, args: list[Ty
     if name == "to" and args and args[0].kind == K.DTYPE:
         boolean, integer = False, False
     zero = (name in K.FULL_REDUCTIONS and not has_dim) or (receiver.zero_dim and name in K.LAYOUT_PRESERVING)
-    return Ty(K.TENSOR, zero_dim=zero, boolean=boolean, integer=integer)
+    return K.tensor(zero, boolean, integer)
 
 
 # --- modules -----------------------------------------------------------------------------------
@@ -375,7 +377,7 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
             kwargs.get("dtype") is not None and _is_bool_dtype(node))
         integer = name in K.INT_RESULT or name in ("arange",) and all(t.kind == K.INT for t in args)
         zero = name in K.FULL_REDUCTIONS and not has_dim
-        return Ty(K.TENSOR, zero_dim=zero, boolean=boolean, integer=integer)
+        return K.tensor(zero, boolean, integer)
     if dotted in ("torch.nn.ModuleList", "torch.nn.ParameterList") and args:
         # Keep the element type: `for block in self.blocks: block(x)` inlines Block.forward.
         element = args[0].ref if args[0].kind == K.SEQ and isinstance(args[0].ref, Ty) else K.T_UNKNOWN

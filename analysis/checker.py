@@ -196,11 +196,15 @@ class FunctionWalker:
                     return True
         return False
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._statements, cls._expressions = _handlers(cls, "stmt_"), _handlers(cls, "expr_")
+
     def statement(self, node: ast.stmt) -> None:
         self.current_statement = node
-        method = getattr(self, "stmt_" + type(node).__name__, None)
+        method = self._statements.get(type(node))
         if method is not None:
-            method(node)
+            method(self, node)
         else:
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.expr):
@@ -413,13 +417,13 @@ class FunctionWalker:
     def expr(self, node: ast.expr | None) -> Ty:
         if node is None:
             return K.T_NONE
-        method = getattr(self, "expr_" + type(node).__name__, None)
+        method = self._expressions.get(type(node))
         if method is None:
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.expr):
                     self.expr(child)
             return K.T_UNKNOWN
-        return method(node)
+        return method(self, node)
 
     def expr_Constant(self, node: ast.Constant) -> Ty:
         value = node.value
@@ -437,20 +441,16 @@ class FunctionWalker:
 
     def expr_Name(self, node: ast.Name) -> Ty:
         name = node.id
-        if name in self.env:
-            return self.env[name]
+        ty = self.env.get(name)
+        if ty is not None:
+            return ty
         if name in self.local_imports:
             return Ty(K.OBJ, ref=self.local_imports[name])
-        function = self.module.functions.get(name)
-        if function is not None:
-            return Ty(K.FUNC, ref=function)
-        cls = self.module.classes.get(name)
-        if cls is not None:
-            return Ty(K.CLASS, ref=cls)
+        ty = self.module.name_type(name)
+        if ty is not None:
+            return ty
         if name in self.module.globals:
             return self.global_type(name)
-        if name in self.module.imports:
-            return Ty(K.OBJ, ref=self.module.imports[name])
         return K.T_UNKNOWN
 
     def global_type(self, name: str) -> Ty:
@@ -629,9 +629,8 @@ class FunctionWalker:
             other = right if tensor is left else left
             both_bool = tensor.boolean and (other.boolean or other.kind == K.BOOL)
             logical = isinstance(op, (ast.BitAnd, ast.BitOr, ast.BitXor))
-            return K.Ty(K.TENSOR, boolean=both_bool and logical,
-                        zero_dim=tensor.zero_dim and (other.kind != K.TENSOR or other.zero_dim),
-                        integer=tensor.integer and (other.integer or other.kind == K.INT))
+            return K.tensor(tensor.zero_dim and (other.kind != K.TENSOR or other.zero_dim), both_bool and logical,
+                            tensor.integer and (other.integer or other.kind == K.INT))
         if left.kind == K.NDARRAY or right.kind == K.NDARRAY:
             return K.T_NDARRAY
         if left.kind == K.SEQ or right.kind == K.SEQ:
@@ -773,6 +772,17 @@ class FunctionWalker:
         if returns.kind == K.UNKNOWN and callee.name == "forward":
             return K.T_TENSOR
         return returns
+
+
+def _handlers(cls, prefix: str) -> dict:
+    """Node type → the `prefix + type name` method of `cls` that handles it (a dict lookup per
+    node instead of building a name and looking it up)."""
+    return {getattr(ast, name[len(prefix):]): getattr(cls, name) for name in dir(cls)
+            if name.startswith(prefix) and isinstance(getattr(ast, name[len(prefix):], None), type)}
+
+
+FunctionWalker._statements, FunctionWalker._expressions = _handlers(FunctionWalker, "stmt_"), \
+    _handlers(FunctionWalker, "expr_")
 
 
 def _is_item_call(node: ast.expr) -> bool:

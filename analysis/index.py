@@ -7,9 +7,11 @@ building it stays cheap on large files.
 from __future__ import annotations
 
 import ast
+import keyword
 import re
 from dataclasses import dataclass, field
 
+from .kinds import CLASS, FUNC, OBJ, Ty
 from .source import Block
 
 COMPILE = "compile"  # torch.compile / model.compile(): graph-break and recompile rules
@@ -27,7 +29,12 @@ ROOT_CALLS = {
 }
 DISABLE_CALLS = {"torch.compiler.disable", "torch._dynamo.disable"}
 MODULE_BASES = {"torch.nn.Module", "torch.nn.modules.module.Module"}
+# Names under these packages are never workspace code; resolving them needs no file lookups.
+EXTERNAL_PREFIXES = ("torch.", "numpy.", "np.", "math.", "logging.", "warnings.", "sys.", "os.", "time.",
+                     "random.", "copy.", "typing.", "collections.", "functools.", "itertools.", "einops.",
+                     "transformers.", "datetime.", "uuid.", "inspect.", "dataclasses.", "abc.", "enum.")
 
+_MISSING = object()
 _ROOT_HINT = re.compile(r"compile\(|jit\.|export\(|disable\(|optimize\(")
 _IGNORE = re.compile(r"#\s*fuselens:\s*ignore(?:\[([^\]]*)\])?", re.I)
 
@@ -152,6 +159,7 @@ class ModuleIndex:
     # decorators, __init__): the Workspace starts a new epoch then.
     interface_key: int = 0
     _compiled_roots: tuple | None = None  # (assume_modules_compiled, roots)
+    _name_types: dict = field(default_factory=dict)
     candidates: list[Block] = field(default_factory=list)  # forwards parsed to see whether they are roots
 
     def roots_with_modules(self, config) -> list[Root]:
@@ -181,6 +189,22 @@ class ModuleIndex:
                 frozenset(self.mutated_globals))
 
     # --- name resolution -------------------------------------------------------------------
+    def name_type(self, name: str):
+        """The type of a module-level name that is a function, a class or an import (not
+        shadowed by a global); None otherwise. Cached: walks look these up all the time, and
+        an index keeps its functions, classes and imports as long as it lives."""
+        ty = self._name_types.get(name, _MISSING)
+        if ty is _MISSING:
+            ty = None
+            if name in self.functions:
+                ty = Ty(FUNC, ref=self.functions[name])
+            elif name in self.classes:
+                ty = Ty(CLASS, ref=self.classes[name])
+            elif name in self.imports and name not in self.globals:
+                ty = Ty(OBJ, ref=self.imports[name])
+            self._name_types[name] = ty
+        return ty
+
     def dotted(self, node: ast.expr) -> str | None:
         """`F.relu` → "torch.nn.functional.relu"; a local def → its own name."""
         parts = []
@@ -293,26 +317,53 @@ def _index_statement(index: ModuleIndex, block: Block, node: ast.stmt) -> None:
 
 
 _GLOBAL = re.compile(r"^[ \t]*global[ \t]+([\w, \t]+)", re.M)
-_header_bases_cache: dict[str, list[ast.expr]] = {}
+_header_bases_cache: dict[str, list] = {}
+# `class Name(a.b, c):` on one line, no decorators: the usual header needs no parse.
+_SIMPLE_CLASS = re.compile(r"class[ \t]+([^\W\d]\w*)[ \t]*(?:\(([\w. \t,]*)\))?[ \t]*:")
+_DOTTED = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
 
 
 def _index_lazy_class(index: ModuleIndex, block: Block, outline) -> None:
     """A class from its outline: bases from the header, one lazily parsed block per method."""
     bases = _header_bases_cache.get(outline.header)
     if bases is None:
-        try:
-            node = ast.parse(outline.header.lstrip() + "\n    pass").body[0]
-            bases = node.bases if isinstance(node, ast.ClassDef) else []
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            bases = []
+        bases = _simple_bases(outline.header)
+        if bases is None:
+            try:
+                node = ast.parse(outline.header.lstrip() + "\n    pass").body[0]
+                bases = node.bases if isinstance(node, ast.ClassDef) else []
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                bases = []
         if len(_header_bases_cache) > 20000:
             _header_bases_cache.clear()
         _header_bases_cache[outline.header] = bases
-    cls = ClassInfo(outline.name, block, index, bases=[index.dotted(base) or "" for base in bases])
+    cls = ClassInfo(outline.name, block, index, bases=[_base_name(index, base) for base in bases])
     index.classes[outline.name] = cls
     for member in outline.members:
         if member.kind == "def":
             add_method(index, cls, member, member_block(block, member))
+
+
+def _simple_bases(header: str) -> list[str] | None:
+    """The bases of a one-line `class` header naming them by dotted names, as written; None
+    for any other header (it is parsed)."""
+    match = _SIMPLE_CLASS.fullmatch(header)
+    if match is None or keyword.iskeyword(match.group(1)):
+        return None
+    names = [name.strip() for name in (match.group(2) or "").split(",")]
+    if names[-1] == "":
+        names.pop()  # `class A(B,):` or `class A():`
+    for name in names:
+        if _DOTTED.fullmatch(name) is None or any(keyword.iskeyword(part) for part in name.split(".")):
+            return None
+    return names
+
+
+def _base_name(index: ModuleIndex, base) -> str:
+    if isinstance(base, str):
+        head, dot, rest = base.partition(".")
+        return index.imports.get(head, head) + dot + rest
+    return index.dotted(base) or ""
 
 
 def member_block(block: Block, member) -> Block:

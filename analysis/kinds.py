@@ -6,7 +6,7 @@ between "index with a mask" (dynamic output shape) and "index with a 0-d tensor"
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 TENSOR = "tensor"
 INT = "int"          # a static Python int: shapes, len(), constants
@@ -28,8 +28,10 @@ OBJ = "object"       # some other Python object
 UNKNOWN = "unknown"
 
 
-@dataclass(frozen=True, slots=True)
-class Ty:
+class Ty(NamedTuple):
+    """A type-lite value. A named tuple, not a dataclass: walks create and hash thousands of
+    them (memo keys hold parameter types), and tuples do both in C."""
+
     kind: str
     zero_dim: bool = False
     boolean: bool = False
@@ -48,7 +50,7 @@ class Ty:
         return self.kind == TENSOR
 
     def but(self, **changes) -> "Ty":
-        return replace(self, **changes)
+        return self._replace(**changes)
 
 
 T_TENSOR = Ty(TENSOR)
@@ -74,6 +76,14 @@ T_TENSOR_SEQ = Ty(SEQ, ref=T_TENSOR)
 
 
 PLAIN_KINDS = {INT, NUM, BOOL, STR, NONE, SHAPE, DTYPE, DEVICE, DATA}
+_TENSORS = {(zero_dim, boolean, integer): Ty(TENSOR, zero_dim=zero_dim, boolean=boolean, integer=integer)
+            for zero_dim in (False, True) for boolean in (False, True) for integer in (False, True)}
+
+
+def tensor(zero_dim: bool, boolean: bool, integer: bool) -> Ty:
+    """A tensor type with these flags (shared instances: results of tensor ops are the most
+    frequent types a walk creates)."""
+    return _TENSORS[zero_dim, boolean, integer]
 
 
 def seq_of(element: Ty) -> Ty:

@@ -39,6 +39,23 @@ class Outline:
 def header_end(text: str, start: int) -> int:
     """Index just past the `:` that ends the def/class header starting at `start`
     (brackets, strings and comments skipped); -1 if there is none."""
+    colon = text.find(":", start)
+    while colon >= 0:  # the usual header has no string or comment before its colon
+        segment = text[start:colon]
+        if '"' in segment or "'" in segment or "#" in segment:
+            break
+        if _net_brackets(segment) == 0:
+            return colon + 1
+        colon = text.find(":", colon + 1)
+    return _scan_header_end(text, start)
+
+
+def _net_brackets(text: str) -> int:
+    return (text.count("(") + text.count("[") + text.count("{")
+            - text.count(")") - text.count("]") - text.count("}"))
+
+
+def _scan_header_end(text: str, start: int) -> int:
     depth = 0
     i = start
     n = len(text)
@@ -109,6 +126,9 @@ def _skip_decorators(text: str) -> int:
 
 def header_end_of_line(text: str, start: int) -> int:
     """End of a (possibly bracket-continued) decorator line, as an index after its newline."""
+    newline = text.find("\n", start)
+    if newline >= 0 and _net_brackets(text[start:newline]) <= 0:
+        return newline + 1
     depth = 0
     i = start
     while i < len(text):
@@ -123,43 +143,55 @@ def header_end_of_line(text: str, start: int) -> int:
     return len(text)
 
 
+_LONE_CR = re.compile(r"\r(?!\n)")
+_FIRST_CODE = re.compile(r"^([^\S\r\n]*)[^\s#]", re.M)  # a line's indentation, if it holds code
+_member_starts: dict[str, re.Pattern] = {}
+
+
+def _member_start(indent: str) -> re.Pattern:
+    """Lines that start a member of a class body indented by `indent`: not more indented,
+    not blank, not a comment, a closing bracket or a clause of a compound statement."""
+    pattern = _member_starts.get(indent)
+    if pattern is None:
+        pattern = _member_starts[indent] = re.compile(
+            "^" + re.escape(indent) + r"(?![ \t#)\]}]|(?:else|elif|except|finally)\b|[^\S\n]*$)", re.M)
+    return pattern
+
+
 def _members(text: str, body_start: int) -> list[Member] | None:
     newline = text.find("\n", body_start)
     if newline < 0 or text[body_start:newline].strip() not in ("", ) and not text[body_start:newline].strip().startswith("#"):
         return None
     from .source import _split_lines  # Python's line breaks only (not \f, \x1c, U+2028 ...)
 
-    lines = _split_lines(text[newline + 1:])
+    body = text[newline + 1:]
     base = len(_split_lines(text[:newline + 1])) + 1  # 1-based line of the first body line
-    indent = None
-    for line in lines:
-        if line.strip() and not line.lstrip().startswith("#"):
-            indent = line[:len(line) - len(line.lstrip())]
-            break
-    if not indent:
+    # Python also ends a line at a lone CR; scanned with LF there, offsets stay the same.
+    scan = _LONE_CR.sub("\n", body) if "\r" in body else body
+    first = _FIRST_CODE.search(scan)
+    if first is None or not first.group(1):
         return None
-    string_lines = _lines_inside_strings(text[newline + 1:])
-    starts = []
+    string_lines = _lines_inside_strings(body)
+    starts = []  # (0-based line in the body, offset)
     after_decorator = False
-    for number, line in enumerate(lines):
-        if number in string_lines or not line.startswith(indent) or not line.strip():
-            continue
-        rest = line[len(indent):]
-        if rest[:1] in (" ", "\t", "#", ")", "]", "}") or re.match(r"(?:else|elif|except|finally)\b", rest):
+    line = counted = 0
+    for match in _member_start(first.group(1)).finditer(scan):
+        line += scan.count("\n", counted, match.start())
+        counted = match.start()
+        if line in string_lines:
             continue
         if not after_decorator:  # a def stays with its decorators
-            starts.append(number)
-        after_decorator = rest.startswith("@")
-    first = next((i for i, l in enumerate(lines) if l.strip() and not l.lstrip().startswith("#")), None)
-    if not starts or starts[0] != first:
+            starts.append((line, match.start()))
+        after_decorator = scan.startswith("@", match.end())
+    if not starts or starts[0][1] != first.start():
         return None
+    indent = first.group(1)
     members = []
-    for index, start in enumerate(starts):
-        end = starts[index + 1] if index + 1 < len(starts) else len(lines)
-        chunk = "".join(lines[start:end])
+    for index, (line, start) in enumerate(starts):
+        chunk = body[start:starts[index + 1][1] if index + 1 < len(starts) else len(body)]
         position = _skip_decorators_indented(chunk, indent)
         match = _DEF.match(chunk, position + len(indent)) if chunk.startswith(indent, position) else None
-        first_line = base + start
+        first_line = base + line
         if match:
             end_header = header_end(chunk, match.end())
             header = chunk[:end_header] if end_header > 0 else chunk

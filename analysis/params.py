@@ -3,6 +3,7 @@ the body uses them) and at a call site (the argument types, bound to the signatu
 from __future__ import annotations
 
 import ast
+import re
 
 from . import kinds as K
 from .index import FunctionInfo, ModuleIndex
@@ -34,7 +35,7 @@ def root_parameters(function: FunctionInfo) -> tuple:
         params.append(parameter_type(function.module, arg, default, guess_tensor=True))
     names = [arg.arg for arg in [*args, *node.args.kwonlyargs]]
     guessed = {name for name, ty in zip(names, params) if ty.kind in (K.NUM, K.UNKNOWN)}
-    if guessed:
+    if guessed and _may_use(function.block.text, guessed):
         key = (function.segment, frozenset(guessed))
         used = _usage_cache.get(key)
         if used is None:
@@ -43,6 +44,19 @@ def root_parameters(function: FunctionInfo) -> tuple:
             used = _usage_cache[key] = _used_as_tensors(node, guessed)
         params = [K.T_TENSOR if name in used else ty for name, ty in zip(names, params)]
     return tuple(params)
+
+
+# Between the tokens of `p.mean` or `int(p)`: spaces, line breaks, continuations, brackets, comments.
+_GAP = r"(?:[\s\\()]|#[^\n]*)*"
+
+
+def _may_use(text: str, names: set[str]) -> bool:
+    """Whether the text could hold a use _used_as_tensors looks for; when not, its walk over
+    the whole body (a Python-level ast.walk) can be skipped. Matches in strings and comments
+    only cost that walk."""
+    alternatives = "|".join(sorted(names))
+    return re.search(rf"\b(?:{alternatives}){_GAP}\.|\b(?:int|float|bool){_GAP}\({_GAP}(?:{alternatives})\b",
+                     text) is not None
 
 
 _usage_cache: dict = {}

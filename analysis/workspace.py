@@ -12,15 +12,11 @@ from pathlib import Path
 from .config import Config
 from .edits import interface_text, reparse_blocks, update_index
 from .findings import Report, SourceProblem
-from .index import ClassInfo, FunctionInfo, ModuleIndex, build_index
+from .index import EXTERNAL_PREFIXES, ClassInfo, FunctionInfo, ModuleIndex, build_index
 from .memo import Analysis, RootResult, merge_findings
 from .source import SourceError, block_problems, decode_source, parse_blocks
 
 MEMO_LIMIT = 50_000
-# Names under these packages are never workspace code; resolving them needs no file lookups.
-EXTERNAL_PREFIXES = ("torch.", "numpy.", "np.", "math.", "logging.", "warnings.", "sys.", "os.", "time.",
-                     "random.", "copy.", "typing.", "collections.", "functools.", "itertools.", "einops.",
-                     "transformers.", "datetime.", "uuid.", "inspect.", "dataclasses.", "abc.", "enum.")
 SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", "venv", ".tox", "build", "dist", ".mypy_cache",
              ".pytest_cache", ".hypothesis", "site-packages"}
 
