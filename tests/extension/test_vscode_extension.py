@@ -33,18 +33,19 @@ EXTENSION_TESTS = [
     ("trusted", "diagnostics appear for the sample file"),
     ("trusted", "a quick fix applies and its warning goes away"),
     ("trusted", "the language status shows the torch version and the CPU/C++ backend"),
-    ("trusted", "an interpreter without FuseLens is reported, and fixing the setting restarts the server"),
+    ("trusted", "a missing Python or FuseLens is reported, and fixing the setting restarts the server"),
     ("trusted", "FuseLens: Restart Server starts a new server and diagnostics come back"),
     ("trusted", "Explain with Dynamo shows its graph break as a diagnostic"),
     ("trusted", "Compile and profile produces a kernel document and the profile panel"),
     ("trusted", "provenance comments in a kernel link back to the source lines"),
     ("trusted", "the \"→ kernel\" code lens on the source opens that kernel"),
-    ("trusted", "Show transformed program opens a Python document beside the source"),
+    ("trusted", "Show Transformed Program at the cursor opens a Python document beside the source"),
     ("untrusted", "the workspace is not trusted"),
-    ("untrusted", "the workspace interpreter setting is ignored and the server starts"),
+    ("untrusted", "the workspace's interpreter and execution settings are withheld, and the server starts"),
     ("untrusted", "diagnostics still appear"),
     ("untrusted", "Compile and profile refuses to run code"),
     ("untrusted", "the server refuses too: it was told the workspace is untrusted"),
+    ("untrusted", "once the user trusts the workspace, the server accepts runs without restarting"),
 ]
 UI_STEPS = [
     "the workbench opens the sample project",
@@ -53,6 +54,7 @@ UI_STEPS = [
     "the \"Compile and profile\" code lens opens a kernel beside the source",
     "the profile panel shows the timings and the kernels",
     "clicking a kernel in the panel opens its document",
+    "cancelling a running profile stops it",
 ]
 SCREENSHOTS = ["hover.png", "kernel-beside-source.png", "profile-panel.png"]
 

@@ -13,8 +13,24 @@ const SUITE_TIMEOUT_MS = 240_000;
 
 const SUITES = {
   trusted: { trust: true, workspaceSettings: null },
-  // The workspace asks for an interpreter that does not exist: VS Code must not hand it to the extension.
-  untrusted: { trust: false, workspaceSettings: { 'fuselens.interpreter': ['/nonexistent/bin/python'] } },
+  // Restricted settings of the workspace: VS Code withholds them until the user trusts it.
+  untrusted: { trust: false, workspaceSettings: { 'fuselens.interpreter': ['python3'], 'fuselens.worker.timeoutS': 30 } },
+};
+
+/**
+ * What a test inside VS Code can ask the person at the keyboard to do, by logging `FUSELENS-E2E <request>`
+ * (the extension host's console reaches the page's).
+ */
+const REQUESTS = {
+  // Workspaces: Manage Workspace Trust, then the editor's "Trust" button.
+  'grant-trust': async (page) => {
+    await page.keyboard.press('F1');
+    await page.waitForSelector('.quick-input-widget input', { state: 'visible' });
+    await page.keyboard.type('Manage Workspace Trust');
+    await page.waitForSelector('.quick-input-list .monaco-list-row >> text=Manage Workspace Trust', { timeout: 30_000 });
+    await page.keyboard.press('Enter');
+    await page.locator('.workspace-trust-editor .monaco-button', { hasText: /^Trust$/ }).first().click({ timeout: 30_000 });
+  },
 };
 
 const lap = (start) => `${((Date.now() - start) / 1000).toFixed(1)}s`;
@@ -36,7 +52,14 @@ async function runSuite(name, runRoot) {
   let exitCode;
   try {
     const page = await browser.newPage();
-    page.on('console', (message) => console.log(`[${name} page] ${message.text()}`));
+    page.on('console', (message) => {
+      const text = message.text();
+      console.log(`[${name} page] ${text}`);
+      const request = /FUSELENS-E2E (\S+)/.exec(text)?.[1];
+      if (request) {
+        REQUESTS[request](page).catch((error) => console.log(`[${name}] could not ${request}: ${error}`));
+      }
+    });
     const exited = new Promise((resolve) => page.exposeFunction('codeAutomationExit', resolve));
     await page.exposeFunction('codeAutomationLog', () => undefined);
     await enableDevelopmentPayload(page);

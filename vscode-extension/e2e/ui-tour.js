@@ -67,6 +67,24 @@ async function tour(page, shots, step) {
     await link.click();
     await page.waitForSelector(`.tab.active .label-name >> text=/^${name}\\.(cpp|py)$/`, { timeout: 30_000 });
   });
+  await step('cancelling a running profile stops it', async () => {
+    await page.locator('.tab', { hasText: 'model.py' }).first().click();
+    await page.keyboard.press('Control+g'); // scroll to class Gate
+    await page.keyboard.type('31');
+    await page.keyboard.press('Enter');
+    const lenses = page.locator('.codelens-decoration a', { hasText: /^Compile and profile$/ });
+    await lenses.last().scrollIntoViewIfNeeded();
+    await lenses.last().click(); // Gate.forward
+    const toast = page.locator('.notification-toast', { hasText: 'Compile and profile · Gate.forward' });
+    await toast.waitFor({ timeout: 30_000 });
+    await toast.locator('.monaco-button', { hasText: 'Cancel' }).click();
+    // The toast stays until the server answers the cancelled request: it kills the worker first.
+    await toast.waitFor({ state: 'detached', timeout: 10_000 });
+    await page.waitForTimeout(3000);
+    if (await page.locator('.tab', { hasText: 'Profile · Gate.forward' }).count()) {
+      throw new Error('the cancelled profile still finished');
+    }
+  });
 }
 
 (async () => {

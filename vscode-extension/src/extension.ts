@@ -44,17 +44,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<FuseLe
     vscode.workspace.onDidChangeConfiguration((event) => {
       const changed = RESTART_SETTINGS.find((setting) => event.affectsConfiguration(setting));
       if (changed) {
-        void fuselens.restart(`${changed} changed`);
+        void fuselens.refresh(`${changed} changed`);
       }
       // Other fuselens settings reach the running server through workspace/didChangeConfiguration.
     }),
     vscode.workspace.onDidGrantWorkspaceTrust(() => fuselens.trustGranted()),
-    await onDidChangePythonEnvironment(() => {
-      if (!readExtensionSettings().interpreter.length) {
-        void fuselens.restart('the Python extension selected another environment');
-      }
-    }),
   );
+  // Asking the Python extension activates it: not before FuseLens has started.
+  void onDidChangePythonEnvironment(() => fuselens.refresh('the Python extension selected another environment'))
+    .then((subscription) => context.subscriptions.push(subscription));
   void fuselens.start();
   log.info(`FuseLens ${context.extension.packageJSON.version} activated (settings section "${SECTION}")`);
   return {

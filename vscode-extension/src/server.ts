@@ -24,9 +24,14 @@ export interface ClientHooks {
 
 const RESTART_DELAY_MS = 200;
 
+function launchKey(interpreter: Interpreter, serverArgs: string[]): string {
+  return JSON.stringify([interpreter.command, serverArgs]);
+}
+
 export class FuseLensServer implements vscode.Disposable {
   private client: LanguageClient | undefined;
-  private interpreter: Interpreter | undefined;
+  /** The interpreter and fuselens.args the server was last started with. */
+  private launched: string | undefined;
   private environment: PythonEnvironment | undefined;
   /** The start or restart in progress (never rejects). */
   private current: Promise<void> = Promise.resolve();
@@ -48,7 +53,7 @@ export class FuseLensServer implements vscode.Disposable {
   }
 
   start(): Promise<void> {
-    this.current = this.current.then(() => this.startNow());
+    this.current = this.current.then(() => this.startNow()).catch((error) => this.log.error(`start: ${error}`));
     return this.current;
   }
 
@@ -62,22 +67,38 @@ export class FuseLensServer implements vscode.Disposable {
           this.queued = undefined;
           await this.stopNow();
           await this.startNow();
-        });
+        })
+        .catch((error) => this.log.error(`restart: ${error}`));
       this.queued = queued;
       this.current = queued;
     }
     return this.queued;
   }
 
-  /** The user granted trust: running code is now allowed, and the interpreter may differ. */
-  async trustGranted(): Promise<void> {
-    const settings = readExtensionSettings();
-    const interpreter = await resolveInterpreter(settings.interpreter, true, undefined, this.log);
-    if (interpreter.command.join('\0') !== this.interpreter?.command.join('\0')) {
-      await this.restart('workspace trusted: the interpreter changed');
-      return;
+  /**
+   * Restarts when the server would now be started differently (the interpreter or fuselens.args
+   * changed, or trust made another interpreter count); true when it restarted.
+   */
+  async refresh(reason: string): Promise<boolean> {
+    if (this.queued) { // a restart that has not begun yet reads the settings then
+      await this.queued;
+      return true;
     }
-    await this.languageClient?.sendNotification(SetWorkspaceTrust, { trusted: true });
+    await this.current;
+    const settings = readExtensionSettings();
+    const interpreter = await resolveInterpreter(settings.interpreter, vscode.workspace.isTrusted, undefined, this.log);
+    if (launchKey(interpreter, settings.serverArgs) === this.launched) {
+      return false;
+    }
+    await this.restart(reason);
+    return true;
+  }
+
+  /** The user trusted the workspace: a restarted server starts trusted, a running one is told. */
+  async trustGranted(): Promise<void> {
+    if (!(await this.refresh('the workspace is trusted now'))) {
+      await this.languageClient?.sendNotification(SetWorkspaceTrust, { trusted: true });
+    }
   }
 
   async stop(): Promise<void> {
@@ -93,7 +114,7 @@ export class FuseLensServer implements vscode.Disposable {
     const settings = readExtensionSettings();
     const trusted = vscode.workspace.isTrusted;
     const interpreter = await resolveInterpreter(settings.interpreter, trusted, undefined, this.log);
-    this.interpreter = interpreter;
+    this.launched = launchKey(interpreter, settings.serverArgs);
     this.status.starting(interpreter);
     this.log.info(`starting the server with ${interpreter.command.join(' ')} (${interpreter.origin}); workspace trusted: ${trusted}`);
     const environment = await this.checkEnvironment(interpreter);

@@ -11,9 +11,12 @@ suite('environment (trusted workspace)', () => {
     assert.match(status.detail ?? '', /^FuseLens \S+ · Python 3\.\d+/);
   });
 
-  test('an interpreter without FuseLens is reported, and fixing the setting restarts the server', async () => {
+  test('a missing Python or FuseLens is reported, and fixing the setting restarts the server', async () => {
     const api = await fuselens();
     const settings = vscode.workspace.getConfiguration('fuselens');
+    await settings.update('interpreter', ['/nonexistent/bin/python'], vscode.ConfigurationTarget.Workspace);
+    await waitFor('the status to say Python is missing', () => api.status().text === 'Python not found');
+    assert.match(api.status().detail ?? '', /could not run `\/nonexistent\/bin\/python` \(the fuselens.interpreter setting\): it was not found/);
     // `python3 -S` skips site-packages: a Python where FuseLens is not installed.
     await settings.update('interpreter', ['python3', '-S'], vscode.ConfigurationTarget.Workspace);
     await waitFor('the status to say FuseLens is missing', () => api.status().text === 'FuseLens not installed');

@@ -81,10 +81,13 @@ suite('running code (trusted workspace)', () => {
     assert.ok(visibleKernelEditors().length === 1, 'the kernel is visible');
   });
 
-  test('Show transformed program opens a Python document beside the source', async () => {
-    const uri = sampleUri('model.py');
+  test('Show Transformed Program at the cursor opens a Python document beside the source', async () => {
+    const source = await openSample('model.py');
+    const body = new vscode.Position(8, 8); // in rms_norm's return statement
+    source.selection = new vscode.Selection(body, body);
     const program = assertDone<TransformedProgram>(
-      await vscode.commands.executeCommand('fuselens.showTransformedProgram', uri.toString(), 'rms_norm'), 'Show transformed program');
+      await vscode.commands.executeCommand('fuselens.showTransformedProgramAtCursor'), 'Show transformed program');
+    assert.strictEqual(program.function, 'rms_norm');
     const editor = await waitFor('the transformed program beside the source',
       () => vscode.window.visibleTextEditors.find((item) => item.document.uri.path.endsWith('/rms_norm/transformed.py')));
     assert.strictEqual(editor.document.uri.scheme, KERNEL_SCHEME);

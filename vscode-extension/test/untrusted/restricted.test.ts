@@ -9,11 +9,12 @@ suite('untrusted workspace', () => {
     assert.strictEqual(vscode.workspace.isTrusted, false);
   });
 
-  test('the workspace interpreter setting is ignored and the server starts', async () => {
-    // This workspace's .vscode/settings.json sets fuselens.interpreter to a python that does not exist.
-    const settings = await vscode.workspace.fs.readFile(sampleUri('.vscode/settings.json'));
-    assert.deepStrictEqual(JSON.parse(Buffer.from(settings).toString())['fuselens.interpreter'], ['/nonexistent/bin/python']);
-    assert.deepStrictEqual(vscode.workspace.getConfiguration('fuselens').get('interpreter'), [], 'VS Code withholds it');
+  test('the workspace\'s interpreter and execution settings are withheld, and the server starts', async () => {
+    const file = await vscode.workspace.fs.readFile(sampleUri('.vscode/settings.json'));
+    const workspace = JSON.parse(Buffer.from(file).toString());
+    assert.deepStrictEqual([workspace['fuselens.interpreter'], workspace['fuselens.worker.timeoutS']], [['python3'], 30]);
+    const settings = vscode.workspace.getConfiguration('fuselens');
+    assert.deepStrictEqual([settings.get('interpreter'), settings.get('worker.timeoutS')], [[], 120], 'VS Code withholds them');
     const api = await fuselens();
     assert.ok(api.languageClient(), `the server runs (status: ${api.status().text}: ${api.status().detail})`);
   });
@@ -39,5 +40,20 @@ suite('untrusted workspace', () => {
     assert.ok(client);
     await assert.rejects(client.sendRequest('fuselens/profile', { uri: sampleUri('model.py').toString(), function: 'rms_norm', run: true }),
                          (error: { data?: { kind?: string } }) => error.data?.kind === 'untrusted');
+  });
+
+  test('once the user trusts the workspace, the server accepts runs without restarting', async () => {
+    const api = await fuselens();
+    const client = api.languageClient();
+    assert.ok(client);
+    console.log('FUSELENS-E2E grant-trust'); // the test driver clicks through "Manage Workspace Trust"
+    await waitFor('the user to trust the workspace', () => vscode.workspace.isTrusted);
+    assert.deepStrictEqual(vscode.workspace.getConfiguration('fuselens').get('interpreter'), ['python3'], 'the workspace value counts now');
+    await api.ready();
+    assert.strictEqual(api.languageClient(), client, 'the same interpreter: the server was told, not restarted');
+    // A file that does not exist: the server gets past its trust check, then cannot read the file.
+    const missing = vscode.Uri.joinPath(sampleUri('model.py'), '..', 'missing.py').toString();
+    await assert.rejects(client.sendRequest('fuselens/transformedProgram', { uri: missing, function: 'f' }),
+                         (error: { data?: { kind?: string } }) => error.data?.kind === 'not-found');
   });
 });
