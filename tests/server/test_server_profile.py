@@ -48,6 +48,20 @@ MODEL = textwrap.dedent('''\
         return a
 
 
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(16, 16)
+
+        def forward(self, x):
+            h = self.lin(x)
+            return torch.relu(h) * 3
+
+
+    def Net_example_inputs():
+        return (torch.randn(4, 16),)
+
+
     if __name__ == "__main__":
         print("main starts")
         print(h(torch.ones(3), torch.zeros(3)))
@@ -196,10 +210,22 @@ async def test_inputs_from_shape_annotations(client, model):
                                 "(named sizes: batch=8)")
 
 
+async def test_profile_of_a_module_forward(client, model):
+    path, uri = model
+    result = await request(client, "fuselens/profile", uri=uri, function="Net.forward", run=True)
+    assert result["function"] == "Net.forward" and result["correct"] is True
+    assert result["inputs"] == "Net_example_inputs()" and SUMMARY.match(result["summary"])
+    assert any("addmm" in p["ops"] for e in result["externs"] for p in e["provenance"])  # the Linear
+    assert (str(path), 38) in {(p["path"], p["line"]) for k in result["kernels"] for p in k["provenance"]}
+    found = await lenses(client, uri)
+    assert any(lens.command.title.startswith(result["summary"]) for lens in found
+               if lens.command.arguments[1] == "Net.forward")
+
+
 async def test_inputs_from_a_call_in_the_main_block(client, model):
     result = await request(client, "fuselens/transformedProgram", uri=model[1], function="h")
     assert result["inputsSource"] == "main"
-    assert result["inputs"] == "the call at line 33 in the `__main__` block"
+    assert result["inputs"] == "the call at line 47 in the `__main__` block"
     assert "def h_root_v0(a, b):" in result["source"] and "a: Tensor float32[3]" in result["source"]
 
 
@@ -209,7 +235,7 @@ async def test_without_inputs_the_message_says_what_was_tried_and_how(client, mo
     error = caught.value
     assert error.data["kind"] == "no-inputs"
     for part in ("there is no `nothing_example_inputs()`", "no shape annotations",
-                 "the `__main__` block (line 31) does not call nothing", "def nothing_example_inputs()",
+                 "the `__main__` block (line 45) does not call nothing", "def nothing_example_inputs()",
                  "# shape: (8, 16)"):
         assert part in error.message, part
 
