@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
-from .index import _ROOT_HINT, ClassInfo, FunctionInfo, ModuleIndex, _apply_decorators, _ignore_comments, \
-    member_block
-from .outline import _TRIPLE, cached_outline
-from .source import _SURROGATE, MAX_FILE_BYTES, Block, _split, make_blocks
+from .index import _ROOT_HINT, ClassInfo, FunctionInfo, ModuleIndex, _ignore_comments, header_decorators, member_block
+from .outline import cached_outline, string_spans
+from .source import _SURROGATE, MAX_FILE_BYTES, Block, _split, line_count, make_blocks
 
 
 def reparse_blocks(old_text: str, blocks: list[Block], text: str):
@@ -42,7 +41,8 @@ def reparse_blocks(old_text: str, blocks: list[Block], text: str):
     goes_on = last < len(blocks) - 1
     if not window.isascii() and _SURROGATE.search(window):
         return None  # parse_blocks replaces them
-    if goes_on and _ends_in_string(window):
+    spans = string_spans(window)
+    if goes_on and spans and spans[-1][1] == len(window):
         return None  # a triple-quoted string left open: the rest of the file reads differently
     raw = _split(window)
     if goes_on and raw and window.startswith("@", raw[-1][1]) and cached_outline(window[raw[-1][1]:]).kind == "other":
@@ -65,7 +65,7 @@ def reparse_blocks(old_text: str, blocks: list[Block], text: str):
         old_index = new_index if new_index < head else new_index - len(made) + len(old)
         old[old_index].first_line, old[old_index].start = made[new_index].first_line, made[new_index].start
         made[new_index] = old[old_index]
-    lines = _line_count(window) - _line_count(old_text[start:old_end])
+    lines = line_count(window) - line_count(old_text[start:old_end])
     chars = len(text) - len(old_text)
     for block in blocks[last + 1:]:
         block.first_line += lines
@@ -96,8 +96,7 @@ def update_index(index: ModuleIndex, text: str, blocks: list[Block], removed: li
         dropped.add(owner.block)
         if isinstance(owner, FunctionInfo):
             _rebind(owner, new)
-            if new.outline.decorated:
-                _apply_decorators(index, owner, new)  # parses it, as indexing the whole file would
+            _parse_like_indexing(index, owner, new.outline)
         else:
             dropped.update(_update_class(index, owner, new))
     index.eager = [block for block in index.eager if block not in dropped]
@@ -115,6 +114,15 @@ def update_index(index: ModuleIndex, text: str, blocks: list[Block], removed: li
 
 def _rebind(function: FunctionInfo, block: Block) -> None:
     function.block, function._node, function._segment = block, None, None
+
+
+def _parse_like_indexing(index: ModuleIndex, function: FunctionInfo, outline) -> None:
+    """Indexing the whole file parses a decorated def whose header does not parse alone (its
+    syntax errors are then reported); do the same. Its decorators, in the unchanged header,
+    are already applied."""
+    if outline.decorated and header_decorators(outline.header) is None:
+        function.node
+        index.eager.append(function.block)
 
 
 def _same_members(old: Block, new: Block) -> bool:
@@ -140,8 +148,7 @@ def _update_class(index: ModuleIndex, cls: ClassInfo, block: Block) -> list[Bloc
         method = cls.methods.get(member.name)
         if method is not None and method.block is old_block:
             _rebind(method, new_block)
-            if member.decorated:
-                _apply_decorators(index, method, new_block)
+            _parse_like_indexing(index, method, member)
     return replaced
 
 
@@ -178,23 +185,3 @@ def _common_suffix(a: str, b: str, limit: int) -> int:
         else:
             high = middle - 1
     return low
-
-
-def _ends_in_string(text: str) -> bool:
-    """A triple-quoted string opened in `text` is still open at its end (scanned as
-    source._split scans for them)."""
-    position = 0
-    while True:
-        match = _TRIPLE.search(text, position)
-        if match is None:
-            return False
-        close = text.find(match.group(1), match.end())
-        if close < 0:
-            return True
-        position = close + 3
-
-
-def _line_count(text: str) -> int:
-    """Line breaks as source._split counts them (LF, and a CR not followed by LF)."""
-    count = text.count("\n")
-    return count + text.count("\r") - text.count("\r\n") if "\r" in text else count

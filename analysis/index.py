@@ -48,6 +48,7 @@ class FunctionInfo:
     disabled: bool = False
     _node: ast.FunctionDef | ast.AsyncFunctionDef | None = None  # parsed on first use
     _segment: tuple | None = None
+    _hash: int | None = None
 
     @property
     def node(self):
@@ -71,7 +72,9 @@ class FunctionInfo:
 
     # Identity is the definition's name, not the object: memo keys survive re-indexing.
     def __hash__(self) -> int:
-        return hash((self.module.path, self.qualname))
+        if self._hash is None:
+            self._hash = hash((self.module.path, self.qualname))
+        return self._hash
 
     def __eq__(self, other) -> bool:
         return isinstance(other, FunctionInfo) and (self.module.path, self.qualname) == (
@@ -86,12 +89,15 @@ class ClassInfo:
     bases: list[str] = field(default_factory=list)  # resolved dotted names, or local names
     methods: dict[str, FunctionInfo] = field(default_factory=dict)
     _is_module: bool | None = None
+    _hash: int | None = None
     attributes: tuple | None = None  # (epoch, types of self.<name>, __init__s read): attributes.py
     # A lazily indexed class: one block per def member of its outline, in order.
     member_blocks: list[Block] = field(default_factory=list)
 
     def __hash__(self) -> int:
-        return hash((self.module.path, self.name))
+        if self._hash is None:
+            self._hash = hash((self.module.path, self.name))
+        return self._hash
 
     def __eq__(self, other) -> bool:
         return isinstance(other, ClassInfo) and (self.module.path, self.name) == (other.module.path, other.name)
@@ -258,7 +264,7 @@ def build_index(path: str, module_name: str, text: str, blocks: list[Block], wor
             info = FunctionInfo(outline.name, block, index)
             index.functions[outline.name] = info
             if outline.decorated:
-                _apply_decorators(index, info, block)
+                _apply_decorators(index, info, block, outline.header)
         elif outline is not None and outline.kind == "class":
             _index_lazy_class(index, block, outline)
         else:
@@ -377,7 +383,7 @@ def add_method(index: ModuleIndex, cls: ClassInfo, member, block: Block) -> None
     method = FunctionInfo(f"{cls.name}.{member.name}", block, index, cls)
     cls.methods[member.name] = method
     if member.decorated:
-        _apply_decorators(index, method, block)
+        _apply_decorators(index, method, block, member.header)
 
 
 def _absolute_module(current: str, module: str | None, level: int) -> str:
@@ -388,17 +394,46 @@ def _absolute_module(current: str, module: str | None, level: int) -> str:
     return ".".join([*base, module] if module else base)
 
 
-def _apply_decorators(index: ModuleIndex, info: FunctionInfo, block: Block) -> None:
-    index.eager.append(block)  # parsed now, whatever analyses follow: its syntax errors count
-    if info.node is None:
-        return
-    for decorator in info.node.decorator_list:
+def _apply_decorators(index: ModuleIndex, info: FunctionInfo, block: Block, header: str | None = None) -> None:
+    """Roots and disabled functions from a def's decorators: read from its outline `header`
+    when that parses on its own, else from the parsed block."""
+    decorators = header_decorators(header) if header is not None else None
+    if decorators is None:
+        index.eager.append(block)  # parsed now, whatever analyses follow: its syntax errors count
+        if info.node is None:
+            return
+        decorators = info.node.decorator_list
+    for decorator in decorators:
         target = decorator.func if isinstance(decorator, ast.Call) else decorator
         name = index.dotted(target)
         if name in DISABLE_CALLS:
             info.disabled = True
         elif name in ROOT_CALLS and name != "torch.export.export":
             index.roots.append(Root(ROOT_CALLS[name], info))
+
+
+_decorators_cache: dict[str, list | None] = {}
+
+
+def header_decorators(header: str) -> list[ast.expr] | None:
+    """The decorators of a def from its header alone (decorators and signature, as outlines
+    give it), or None when that does not parse on its own. Reading them so needs no parse
+    of the body: a `@property` or `@torch.no_grad()` function is parsed only if reached."""
+    if header in _decorators_cache:
+        return _decorators_cache[header]
+    lines = header.splitlines()
+    indent = lines[0][:len(lines[0]) - len(lines[0].lstrip())]
+    text = "\n".join(line[len(indent):] if line.startswith(indent) else line for line in lines)
+    try:
+        node = ast.parse(text + "\n    pass\n").body
+        decorators = node[0].decorator_list if len(node) == 1 and isinstance(
+            node[0], (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        decorators = None
+    if len(_decorators_cache) > 20000:
+        _decorators_cache.clear()
+    _decorators_cache[header] = decorators
+    return decorators
 
 
 def _find_root_calls(index: ModuleIndex, block: Block, statement: ast.stmt) -> None:

@@ -145,15 +145,15 @@ def header_end_of_line(text: str, start: int) -> int:
 
 _LONE_CR = re.compile(r"\r(?!\n)")
 _FIRST_CODE = re.compile(r"^([^\S\r\n]*)[^\s#]", re.M)  # a line's indentation, if it holds code
-_member_starts: dict[str, re.Pattern] = {}
+_member_start_cache: dict[str, re.Pattern] = {}
 
 
 def _member_start(indent: str) -> re.Pattern:
     """Lines that start a member of a class body indented by `indent`: not more indented,
     not blank, not a comment, a closing bracket or a clause of a compound statement."""
-    pattern = _member_starts.get(indent)
+    pattern = _member_start_cache.get(indent)
     if pattern is None:
-        pattern = _member_starts[indent] = re.compile(
+        pattern = _member_start_cache[indent] = re.compile(
             "^" + re.escape(indent) + r"(?![ \t#)\]}]|(?:else|elif|except|finally)\b|[^\S\n]*$)", re.M)
     return pattern
 
@@ -162,30 +162,28 @@ def _members(text: str, body_start: int) -> list[Member] | None:
     newline = text.find("\n", body_start)
     if newline < 0 or text[body_start:newline].strip() not in ("", ) and not text[body_start:newline].strip().startswith("#"):
         return None
-    from .source import _split_lines  # Python's line breaks only (not \f, \x1c, U+2028 ...)
+    from .source import line_count
 
     body = text[newline + 1:]
-    base = len(_split_lines(text[:newline + 1])) + 1  # 1-based line of the first body line
+    base = line_count(text[:newline + 1]) + 1  # 1-based line of the first body line
     # Python also ends a line at a lone CR; scanned with LF there, offsets stay the same.
     scan = _LONE_CR.sub("\n", body) if "\r" in body else body
     first = _FIRST_CODE.search(scan)
     if first is None or not first.group(1):
         return None
-    string_lines = _lines_inside_strings(body)
+    indent = first.group(1)
     starts = []  # (0-based line in the body, offset)
     after_decorator = False
     line = counted = 0
-    for match in _member_start(first.group(1)).finditer(scan):
-        line += scan.count("\n", counted, match.start())
-        counted = match.start()
-        if line in string_lines:
-            continue
+    for start in outside_strings([match.start() for match in _member_start(indent).finditer(scan)],
+                                 string_spans(body)):
+        line += scan.count("\n", counted, start)
+        counted = start
         if not after_decorator:  # a def stays with its decorators
-            starts.append((line, match.start()))
-        after_decorator = scan.startswith("@", match.end())
+            starts.append((line, start))
+        after_decorator = scan.startswith("@", start + len(indent))
     if not starts or starts[0][1] != first.start():
         return None
-    indent = first.group(1)
     members = []
     for index, (line, start) in enumerate(starts):
         chunk = body[start:starts[index + 1][1] if index + 1 < len(starts) else len(body)]
@@ -208,22 +206,32 @@ def _skip_decorators_indented(chunk: str, indent: str) -> int:
     return position
 
 
-def _lines_inside_strings(text: str) -> set[int]:
-    """0-based line numbers that lie inside a triple-quoted string (not its first line)."""
-    inside: set[int] = set()
+def string_spans(text: str) -> list[tuple[int, int]]:
+    """(opening quote, closing quote) offsets of the triple-quoted strings, in order; one
+    never closed closes at the end of the text."""
+    spans: list[tuple[int, int]] = []
     if '"""' not in text and "'''" not in text:
-        return inside
+        return spans
     position = 0
-    line = 0  # newlines before `position`, counted incrementally (a file has many docstrings)
     while True:
         match = _TRIPLE.search(text, position)
         if not match:
-            return inside
+            return spans
         close = text.find(match.group(1), match.end())
         if close < 0:
             close = len(text)
-        first = line + text.count("\n", position, match.start())
-        last = first + text.count("\n", match.start(), close)
-        inside.update(range(first + 1, last + 1))
+        spans.append((match.start(), close))
         position = min(close + 3, len(text))
-        line = last + text.count("\n", close, position)
+
+
+def outside_strings(line_starts, spans: list[tuple[int, int]]) -> list[int]:
+    """The line starts (ascending offsets) that are not inside a triple-quoted string: the
+    lines after a string's first one, up to its last, are."""
+    kept = []
+    index = 0
+    for start in line_starts:
+        while index < len(spans) and spans[index][1] < start:
+            index += 1
+        if index == len(spans) or not spans[index][0] < start:
+            kept.append(start)
+    return kept

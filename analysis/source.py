@@ -118,18 +118,10 @@ def split_blocks(text: str) -> list[tuple[int, str]]:
 
 def _split(text: str) -> list[tuple[int, int, int]]:
     """(first_line, start offset, end offset) of each non-blank top-level block."""
-    starts = [m.start() for m in _BLOCK_START.finditer(text)]
-    if '"""' in text or "'''" in text:  # column-0 lines inside a docstring start nothing
-        from .outline import _lines_inside_strings
+    from .outline import outside_strings, string_spans
 
-        inside = _lines_inside_strings(text)
-        kept, line, previous = [], 0, 0
-        for start in starts:
-            line += text.count("\n", previous, start)
-            previous = start
-            if line not in inside:
-                kept.append(start)
-        starts = kept
+    # Column-0 lines inside a docstring start nothing.
+    starts = outside_strings([m.start() for m in _BLOCK_START.finditer(text)], string_spans(text))
     if not starts or starts[0] != 0:
         starts.insert(0, 0)
     # Decorator lines stay with the def/class they decorate.
@@ -222,12 +214,11 @@ _STRING_REST = {
 }
 
 
-# Comments and complete strings (which hide brackets and quotes), and a triple quote that
-# never closes (kept, in group `open`). An unterminated one-line string matches nothing: its
-# quote is skipped, as _join_extent skips it.
-_HIDDEN = re.compile("#[^\\r\\n]*|" + "|".join(quote + _STRING_REST[quote].pattern for quote in ('"""', "'''")) +
-                     "|(?P<open>\"\"\"|''')|" + "|".join(quote + _STRING_REST[quote].pattern for quote in ('"', "'")),
-                     re.S)
+# Comments and complete strings, which hide brackets and quotes. A one-quote string never
+# starts where three quotes do (as in _SCAN), so an unterminated triple-quoted string, like
+# an unterminated one-line string, leaves its quote visible.
+_HIDDEN = re.compile("#[^\\r\\n]*|" + "|".join(quote + _STRING_REST[quote].pattern for quote in ('"""', "'''")) + "|"
+                     + "|".join(quote + f"(?!{quote * 2})" + _STRING_REST[quote].pattern for quote in ('"', "'")), re.S)
 _NOT_BRACKET = re.compile(r"[^()\[\]{}]+")
 _DEPTH_STEP = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
 _closes_cache: dict[str, bool] = {}
@@ -236,16 +227,20 @@ _closes_cache: dict[str, bool] = {}
 def _closes_within(chunk: str) -> bool:
     """No string or bracket opened in `chunk` is still open at its end (cached by text):
     then it needs no joining and can wait to be parsed. The same answer as
-    `_join_extent(chunk, [(1, 0, len(chunk))], 0) == 0`, at C speed: its loop costs a Python
-    iteration per bracket, and every def and class of a file is asked."""
+    `_join_extent(chunk, [(1, 0, len(chunk))], 0) == 0`, at C speed when every string
+    closes: that loop costs a Python iteration per bracket, and every def and class of a
+    file is asked."""
     result = _closes_cache.get(chunk)
     if result is None:
-        visible = _HIDDEN.sub(r"\g<open>", chunk)
-        # _join_extent's depth never goes below 0, so it ends at 0 exactly when, read from the
-        # end, closing brackets never fall behind opening ones.
-        result = '"""' not in visible and "'''" not in visible and max(
-            accumulate(map(_DEPTH_STEP.__getitem__, reversed(_NOT_BRACKET.sub("", visible)))), default=0) <= 0 \
-            and not chunk.rstrip().endswith("\\")  # a trailing backslash joins the next block, even in a string
+        visible = _HIDDEN.sub("", chunk)
+        if '"' in visible or "'" in visible:  # a string left open: let the scan decide
+            result = _join_extent(chunk, [(1, 0, len(chunk))], 0) == 0
+        else:
+            # _join_extent's depth never goes below 0, so it ends at 0 exactly when, read from
+            # the end, closing brackets never fall behind opening ones.
+            result = max(accumulate(map(_DEPTH_STEP.__getitem__, reversed(_NOT_BRACKET.sub("", visible)))),
+                         default=0) <= 0
+        result = result and not chunk.rstrip().endswith("\\")  # a trailing backslash joins the next block
         if len(_closes_cache) > _PARSE_CACHE_LIMIT:
             _closes_cache.clear()
         _closes_cache[chunk] = result
@@ -311,12 +306,14 @@ def _parse_strict(chunk: str):
 def _parse_with_recovery(chunk: str):
     """Parse; on a syntax error blank out the innermost def/class (or statement) holding it
     and try again, so the rest of a class or module still gets analysed."""
-    lines = _split_lines(chunk)
+    lines = None  # split only once a parse fails (most succeed)
     problems: list[tuple[int, str]] = []
     for _attempt in range(25):
         try:
-            return ast.parse("".join(lines)).body, problems
+            return ast.parse(chunk if lines is None else "".join(lines)).body, problems
         except Exception as error:  # noqa: BLE001 - whatever the parser raises is a problem of the input
+            if lines is None:
+                lines = _split_lines(chunk)
             line = min(max(_error_line(error, lines), 1), max(len(lines), 1))
             problem = (line, _describe(error))
             if problem not in problems:
@@ -327,6 +324,12 @@ def _parse_with_recovery(chunk: str):
 
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+
+
+def line_count(text: str) -> int:
+    """Line breaks in `text` as Python counts them: LF, CRLF, and a CR on its own."""
+    count = text.count("\n")
+    return count + text.count("\r") - text.count("\r\n") if "\r" in text else count
 
 
 def _split_lines(text: str) -> list[str]:
