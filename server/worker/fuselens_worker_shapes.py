@@ -49,7 +49,7 @@ def specs(source: str, function: str) -> dict:
     except SyntaxError:
         node = None
     if node is None:
-        raise NoAnnotations(f"its definition was not found in the file")
+        raise NoAnnotations("its definition was not found in the file")
     lines = source.split("\n")
     params = node.args.posonlyargs + node.args.args
     if "." in function and params:
