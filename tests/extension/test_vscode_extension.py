@@ -53,7 +53,7 @@ UI_STEPS = [
     "hovering the print() squiggle explains the graph break",
     "the \"Compile and profile\" code lens opens a kernel beside the source",
     "the profile panel shows the timings and the kernels",
-    "clicking a kernel in the panel opens its document",
+    "clicking a kernel in the panel opens its document in the panel's group",
     "cancelling a running profile stops it",
 ]
 SCREENSHOTS = ["hover.png", "kernel-beside-source.png", "profile-panel.png"]

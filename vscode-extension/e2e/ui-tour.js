@@ -60,12 +60,13 @@ async function tour(page, shots, step) {
     await page.waitForTimeout(500);
     await page.screenshot({ path: path.join(shots, 'profile-panel.png') });
   });
-  await step('clicking a kernel in the panel opens its document', async () => {
+  await step('clicking a kernel in the panel opens its document in the panel\'s group', async () => {
     const view = page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
     const link = view.locator('a[data-kernel]').first();
     const name = await link.getAttribute('data-kernel');
     await link.click();
-    await page.waitForSelector(`.tab.active .label-name >> text=/^${name}\\.(cpp|py)$/`, { timeout: 30_000 });
+    const panelGroup = page.locator('.editor-group-container', { has: page.locator('.tab', { hasText: 'Profile · rms_norm' }) });
+    await panelGroup.locator('.tab.active .label-name', { hasText: new RegExp(`^${name}\\.(cpp|py)$`) }).waitFor({ timeout: 30_000 });
   });
   await step('cancelling a running profile stops it', async () => {
     await page.locator('.tab', { hasText: 'model.py' }).first().click();
@@ -73,7 +74,6 @@ async function tour(page, shots, step) {
     await page.keyboard.type('31');
     await page.keyboard.press('Enter');
     const lenses = page.locator('.codelens-decoration a', { hasText: /^Compile and profile$/ });
-    await lenses.last().scrollIntoViewIfNeeded();
     await lenses.last().click(); // Gate.forward
     const toast = page.locator('.notification-toast', { hasText: 'Compile and profile · Gate.forward' });
     await toast.waitFor({ timeout: 30_000 });

@@ -26,7 +26,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<FuseLe
   const status = new EnvironmentStatus();
   const notifier = new Notifier(() => readExtensionSettings().showNotifications, log);
   const store = new ResultStore();
-  const panel = new ProfilePanel(store, (ref, kernel) => runs.showKernel(ref, kernel));
+  const panel = new ProfilePanel(store, (ref, kernel, column) => runs.showKernel(ref, kernel, column));
   const runs: RunCommands = new RunCommands(() => fuselens, store, panel, notifier, log);
   const fuselens = new FuseLensServer(context.extensionPath, log, status, notifier, {
     serverCommand: (command, args) => runs.serverCommand(command, args),

@@ -14,7 +14,8 @@ export class ProfilePanel implements vscode.Disposable {
   private shown: FunctionRef | undefined;
   private readonly subscription: vscode.Disposable;
 
-  constructor(private readonly store: ResultStore, private readonly openKernel: (ref: FunctionRef, kernel: string) => Thenable<unknown>) {
+  constructor(private readonly store: ResultStore,
+              private readonly openKernel: (ref: FunctionRef, kernel: string, column: vscode.ViewColumn) => Thenable<unknown>) {
     // A newer profile of the function on show (profiled again on save) replaces the page.
     this.subscription = store.onDidChange((ref) => {
       if (this.shown && functionKey(ref) === functionKey(this.shown)) {
@@ -51,11 +52,12 @@ export class ProfilePanel implements vscode.Disposable {
       return;
     }
     if (message.type === 'openKernel') {
-      await this.openKernel(ref, message.kernel);
+      await this.openKernel(ref, message.kernel, this.panel?.viewColumn ?? vscode.ViewColumn.Beside);
     } else if (message.type === 'openSource') {
       const position = new vscode.Position(Math.max(0, message.line - 1), message.column);
-      await vscode.window.showTextDocument(vscode.Uri.parse(ref.uri),
-                                           { viewColumn: vscode.ViewColumn.One, selection: new vscode.Range(position, position) });
+      const shown = vscode.window.visibleTextEditors.find((editor) => editor.document.uri.toString() === ref.uri);
+      await vscode.window.showTextDocument(vscode.Uri.parse(ref.uri), { viewColumn: shown?.viewColumn ?? vscode.ViewColumn.One,
+                                                                        selection: new vscode.Range(position, position) });
     }
   }
 

@@ -67,7 +67,7 @@ export class RunCommands {
       this.store.setProfile(ref, profile);
       this.panel.show(ref);
       if (profile.kernels.length) {
-        await this.openBeside(kernelUri(ref, profile.kernels[0].name, profile.kernels[0].language));
+        await this.openView(kernelUri(ref, profile.kernels[0].name, profile.kernels[0].language));
       }
     }
     return outcome;
@@ -82,19 +82,19 @@ export class RunCommands {
     const outcome = await this.run<TransformedProgram>('Show transformed program', ref, Requests.transformedProgram, {});
     if (outcome.status === 'done') {
       this.store.setProgram(ref, outcome.result);
-      await this.openBeside(programUri(ref));
+      await this.openView(programUri(ref));
     }
     return outcome;
   }
 
   /** Opens one kernel of the function's last profile (the "→ kernelN" lens, the panel's kernel links). */
-  async showKernel(ref: FunctionRef, kernel: string): Promise<vscode.TextEditor | undefined> {
+  async showKernel(ref: FunctionRef, kernel: string, column = vscode.ViewColumn.Beside): Promise<vscode.TextEditor | undefined> {
     const known = this.store.profile(ref)?.kernels.find((item) => item.name === kernel);
     const language = known?.language ?? (await this.kernelSource(ref, kernel).catch((error) => {
       void this.notifier.answer(MessageType.Error, `FuseLens: ${error instanceof Error ? error.message : error}`);
       return undefined;
     }))?.language;
-    return language ? this.openBeside(kernelUri(ref, kernel, language)) : undefined;
+    return language ? this.openView(kernelUri(ref, kernel, language), column) : undefined;
   }
 
   /** A kernel's source from the server's last profile of the function (for views opened before this session's profile). */
@@ -142,8 +142,8 @@ export class RunCommands {
     return picked ? this.showKernel(ref, picked.label) : undefined;
   }
 
-  private openBeside(uri: vscode.Uri): Thenable<vscode.TextEditor> {
-    return vscode.window.showTextDocument(uri, { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true, preview: false });
+  private openView(uri: vscode.Uri, column = vscode.ViewColumn.Beside): Thenable<vscode.TextEditor> {
+    return vscode.window.showTextDocument(uri, { viewColumn: column, preserveFocus: true, preview: false });
   }
 
   /** The refusal to run code in an untrusted workspace (shown to the user), or undefined when trusted. */

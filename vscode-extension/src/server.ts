@@ -145,8 +145,9 @@ export class FuseLensServer implements vscode.Disposable {
       environment = await probeVersions(interpreter, this.extensionPath);
     } catch (error) {
       const missing = error instanceof ProbeError && error.missingPython;
-      this.status.problem(missing ? 'Python not found' : 'Python failed', String(error));
-      const message = `FuseLens ${error instanceof Error ? error.message : error}. ` +
+      const reason = error instanceof Error ? error.message : String(error);
+      this.status.problem(missing ? 'Python not found' : 'Python failed', reason);
+      const message = `FuseLens ${reason}. ` +
         'Set fuselens.interpreter to a Python that has FuseLens installed, or select an interpreter in the Python extension.';
       void this.offerSettings(message);
       return undefined;
