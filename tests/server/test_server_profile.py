@@ -278,6 +278,11 @@ async def test_on_save_profiles_again_only_when_opted_in(client, profile, model)
         settings={"fuselens": {"execution": {"onSave": True}, "profile": FAST}}))
     await lenses(client, uri)  # a round trip: the (asynchronous) settings handler has run
     try:
+        client.protocol.notify("fuselens/setWorkspaceTrust", {"trusted": False})
+        client.text_document_did_save(save)
+        await asyncio.sleep(1.5)
+        assert set(client.progress_reports) == known  # opted in, but not trusted: nothing runs
+        client.protocol.notify("fuselens/setWorkspaceTrust", {"trusted": True})
         refreshes = client.refreshes["codeLens"]
         client.text_document_did_save(save)
         await until(lambda: client.refreshes["codeLens"] > refreshes, timeout=120,
