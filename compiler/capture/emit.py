@@ -132,11 +132,14 @@ class EmitMixin:
         # outside values read before this statement must not be re-read after it
         self.assign([(prog.fresh("__e"), v) for v in live.values()
                      if type(v) in (TVar, Ext) and id(v) not in prog.home and v.source is not None])
-        targets = set(needed) | {frame.var(n) for n in writes}
+        written = {frame.var(n): n for n in writes}
         rescue = []
-        for var in sorted(targets):
+        for var in sorted(set(needed) | set(written)):
             held = prog.holder.get(var)
-            if held is not None and id(held) in live and needed.get(var) is not held:
+            if held is None or id(held) not in live:
+                continue
+            # `x = f(x)` after `x = src`: the statement rebinds x, but src still needs the old value
+            if needed.get(var) is not held or (var in written and self.live_elsewhere(held, frame, written[var])):
                 rescue.append((prog.fresh("__t"), held))
         self.assign(rescue)
         shared, seen = [], set()
@@ -148,6 +151,16 @@ class EmitMixin:
         self.assign(shared)
         self.assign([(var, value) for var, value in needed.items()
                      if var not in prog.holder or prog.holder[var] is not value])
+
+    def live_elsewhere(self, value, frame, name) -> bool:
+        """Is `value` reachable other than through `frame`'s variable `name`?"""
+        env = dict(frame.env)
+        del frame.env[name]
+        try:
+            return id(value) in self.live_values()
+        finally:
+            frame.env.clear()
+            frame.env.update(env)
 
     def define_closure(self, c):
         """Python code about to run needs an interpreted lambda/def: define it in the program,

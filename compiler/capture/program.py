@@ -142,6 +142,10 @@ class Program:
         old = self.holder.pop(var, None)
         if old is not None and self.home.get(id(old)) == var:
             del self.home[id(old)]
+            # another variable may still hold it (`x = src` made x its home; x is now rebound)
+            other = next((v for v, held in self.holder.items() if held is old), None)
+            if other is not None:
+                self.home[id(old)] = other
 
     # -- emitting and running --
     def emit(self, kind, text, comment, ambient, run=True):

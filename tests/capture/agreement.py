@@ -123,6 +123,9 @@ def explain_difference(kind: str, line: int, rule: str, source_line: str, reason
         if text.startswith("try:"):
             return "capture runs try statements in Python (so run-time exceptions reach the handler); Dynamo traces them"
     if kind == "missing":  # Dynamo breaks, capture does not
+        if "gb0014" in note:
+            return ("Dynamo refuses to trace nn.RNN/GRU/LSTM modules (GB0014) and runs the frame eagerly; "
+                    "capture records their aten ops like any module's")
         if rule == "FL000" and "tolist" in context.previous_lines(line):
             return ("Dynamo cannot iterate what .tolist() made in its resume function (GB4347); capture "
                     "iterates the Python list, guarded")

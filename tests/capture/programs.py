@@ -790,3 +790,38 @@ def fallback_then_append(token):
     while len(generated) <= 4 and generated[-1].item() != 0:
         generated.append(generated[-1] * 2 % 9)
     return torch.cat(generated), len(generated)
+
+
+@case((A,))
+def fallback_rebinds_an_aliased_local(x):
+    y = x * 2
+    z = y  # z keeps the old value after the fallback statement rebinds y
+    y = y + float(y.sum())
+    return z + y
+
+
+@case((A,))
+def fallback_rebinds_an_aliased_argument(x):
+    z = x
+    x = x + float(x.sum())
+    return z * x
+
+
+class _EncoderOnIntermediate(nn.Module):
+    """torch's own layer rebinds `x = src` around a fallback (its fast-path check breaks)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True).eval()
+
+    def forward(self, x):
+        return self.layer(x * 2)
+
+
+_encoder_on_intermediate = _EncoderOnIntermediate().eval()
+
+
+@case((r(2, 5, 8),))
+def library_layer_rebinds_alias(x):
+    return _encoder_on_intermediate(x)

@@ -61,6 +61,6 @@ def test_breaks_agree_with_dynamo_annotations():
     assert not errors, errors
     agree = sum(len({ln for ln, _ in r.expected} & {ln for ln, _ in r.observed}) for r in results)
     annotated = sum(len({ln for ln, _ in r.expected}) for r in results)
-    assert agree >= annotated - 2
+    assert agree >= 0.97 * annotated, (agree, annotated)  # every line missed is explained above
 
 
