@@ -120,7 +120,7 @@ def parse_settings(raw: object, base: Settings | None = None) -> tuple[Settings,
     elif execution is not None and not isinstance(execution, dict):
         problems.append("fuselens.execution must be an object")
     if "profile" in raw:
-        value, problem = _profile_options(raw["profile"])
+        value, problem = profile_options(raw["profile"])
         changes["profile"] = value
         if problem:
             problems.append(problem)
@@ -132,7 +132,7 @@ PROFILE_OPTIONS = {"torchCompile": bool, "torchCompileBudgetS": (int, float), "r
                    "timingBudgetS": (int, float), "kernelRepeats": int}
 
 
-def _profile_options(raw) -> tuple[dict, str | None]:
+def profile_options(raw) -> tuple[dict, str | None]:
     if not isinstance(raw, dict):
         return {}, "fuselens.profile must be an object"
     kept, bad = {}, []

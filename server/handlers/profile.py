@@ -6,12 +6,17 @@ import asyncio
 
 from ..jobs import fail, request_params, run_in_worker
 from ..profiles import record
+from ..settings import profile_options
 
 
 async def compile_and_profile(ls, uri: str, function: str, token=None, options: dict | None = None) -> dict:
-    options = {**ls.settings.profile, **(options or {})}
+    """`options` (the request's) override the `fuselens.profile` settings; they are kept with the
+    profile for on-save runs, which take the settings as they are then."""
+    options, problem = profile_options(options or {})
+    if problem:
+        raise fail(problem.replace("fuselens.profile", "options"), "invalid")
     result, path, source, _version = await run_in_worker(ls, "compile-profile", "Compile and profile", uri,
-                                                         function, token, options)
+                                                         function, token, {**ls.settings.profile, **options})
     result = {**result, "function": function, "uri": uri}
     # Parsing the profiled text (to follow the function through later edits) is the analysis thread's job.
     ls.profiles[(uri, function)] = await asyncio.get_running_loop().run_in_executor(
