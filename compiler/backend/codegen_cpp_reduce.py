@@ -26,6 +26,7 @@ LANES = 64               # partial accumulators per reduction over a contiguous 
 OUTER_BLOCK = (32, 512)  # smallest and largest number of contiguous rows per "outer" block
 ROW_CACHE_MAX = 16384    # elements: longest row kept in a per-thread buffer between passes
 ROW_SPLIT_MAX = 8192     # elements: widest kept row summed per thread in "row split" mode
+CHUNK = 64               # rows summed into a fresh partial before it joins the running sum
 COSTLY = set(MATH) | {"sigmoid", "rsqrt", "sqrt", "truediv"}
 
 
@@ -172,12 +173,9 @@ class ReductionWriter:
         for s in reds:
             lines.append(f"    {CTYPES[s.value.dtype]}* {s.acc} = {s.acc}_part + t * {nx}LL;")
             lines.append(f"    for (i64 x0 = 0; x0 < {nx}LL; x0++) {s.acc}[x0] = 0;")
-        lines.append(f"    for (i64 r0 = {nr}LL * t / nt; r0 < {nr}LL * (t + 1) / nt; r0++) {{")
-        lines.append("      #pragma omp simd")
-        lines.append(f"      for (i64 x0 = 0; x0 < {nx}LL; x0++) {{")
-        self._body(reds, [], names, names, "        ", {}, {}, lanes=False)
-        lines.append("      }")
-        lines.append("    }")
+        sums = [s for s in reds if s.rtype == "sum"]
+        self._chunked_rows(sums, names, f"{nr}LL * t / nt", f"{nr}LL * (t + 1) / nt", "    ", "x0", f"{nx}LL", nx,
+                           lambda body, accs: self._body(reds, [], names, accs, body, {}, {}, lanes=False))
         lines.append("  }")
         for s in reds:
             lines.append(f"  {CTYPES[s.value.dtype]}* {s.acc} = {s.acc}_part;")
@@ -189,6 +187,30 @@ class ReductionWriter:
             lines.append(f"  for (i64 x0 = 0; x0 < {nx}LL; x0++) {{")
             w.stores(k.finals, ExprPrinter(k.ranges, w.names(names), w.math_used), "    ", {})
             lines.append("  }")
+
+    def _chunked_rows(self, sums, names, lo, hi, indent, xv, xn, width, emit):
+        """`for r0 in [lo, hi)` around a simd loop over `xv` < `xn` (`emit(body, accs)` writes one
+        element); sums gather CHUNK rows in a fresh partial first, so each result adds about
+        CHUNK + rows/CHUNK terms in sequence rather than all rows (torch sums pairwise)."""
+        lines = self.lines
+        accs = dict(names)
+        accs.update({s.acc: f"{s.acc}_c[{xv}]" for s in sums})
+        for s in sums:
+            lines.append(f"{indent}{CTYPES[s.value.dtype]} {s.acc}_c[{width}];")
+        lines.append(f"{indent}for (i64 rc = {lo}; rc < {hi}; rc += {CHUNK}) {{")
+        lines.append(f"{indent}  const i64 re = rc + {CHUNK} < {hi} ? rc + {CHUNK} : {hi};")
+        for s in sums:
+            lines.append(f"{indent}  for (i64 {xv} = 0; {xv} < {width}; {xv}++) {s.acc}_c[{xv}] = 0;")
+        lines.append(f"{indent}  for (i64 r0 = rc; r0 < re; r0++) {{")
+        lines.append(f"{indent}    #pragma omp simd")
+        lines.append(f"{indent}    for (i64 {xv} = 0; {xv} < {xn}; {xv}++) {{")
+        emit(indent + "      ", accs)
+        lines.append(f"{indent}    }}")
+        lines.append(f"{indent}  }}")
+        for s in sums:
+            lines.append(f"{indent}  #pragma omp simd")
+            lines.append(f"{indent}  for (i64 {xv} = 0; {xv} < {xn}; {xv}++) {s.acc}[{xv}] += {s.acc}_c[{xv}];")
+        lines.append(f"{indent}}}")
 
     def _body(self, reds, stores, names, accs, body, saves, loads, lanes):
         """One element of a pass: its values, accumulator updates, row-cache saves and stores.
@@ -237,17 +259,22 @@ class ReductionWriter:
         inner_pragma = None if self.outer else f"#pragma omp simd{clauses}"
         outer_pragma = f"#pragma omp parallel for simd schedule(static){clauses}" if len(rs) == 1 else (
             f"#pragma omp parallel for schedule(static){clauses}")
-        body = self.w.loops("r", rs, indent, pragma_inner=inner_pragma,
-                            outer_pragma=outer_pragma if self.split_r else None)
-        if self.outer:
-            self.lines.append(f"{body}#pragma omp simd")
-            self.lines.append(f"{body}for (i64 xi = 0; xi < nxi; xi++) {{")
-            body += "  "
-        self._body(reds, stores, names, names, body, saves, loads, lanes=False)
-        if self.outer:
-            body = body[:-2]
-            self.lines.append(body + "}")
-        self.w.close(len(rs), body)
+        if self.outer and len(rs) == 1:
+            self._chunked_rows([s for s in reds if s.rtype == "sum"], names, "0", f"{rs[0]}LL", indent, "xi", "nxi",
+                               self.block, lambda body, accs: self._body(reds, stores, names, accs, body, saves,
+                                                                          loads, lanes=False))
+        else:
+            body = self.w.loops("r", rs, indent, pragma_inner=inner_pragma,
+                                outer_pragma=outer_pragma if self.split_r else None)
+            if self.outer:
+                self.lines.append(f"{body}#pragma omp simd")
+                self.lines.append(f"{body}for (i64 xi = 0; xi < nxi; xi++) {{")
+                body += "  "
+            self._body(reds, stores, names, names, body, saves, loads, lanes=False)
+            if self.outer:
+                body = body[:-2]
+                self.lines.append(body + "}")
+            self.w.close(len(rs), body)
         for s in nanred:
             nanv = "__builtin_nanf(\"\")" if s.value.dtype == torch.float32 else "__builtin_nan(\"\")"
             if self.outer:
