@@ -2,8 +2,9 @@
 
 Cached on the ClassInfo, so the cache lives exactly as long as the index it belongs to (a
 module-level cache keyed by names handed out ClassInfo references of an earlier text),
-and stamped with the Workspace's interface epoch, because a base class in another file
-can change while this ClassInfo stays.
+stamped with the Workspace's interface epoch (a base class in another file can change
+while this ClassInfo stays) and its generation (after any edit, the `__init__`s read are
+checked once: an edit inside `__init__` recomputes only the classes that read it).
 """
 from __future__ import annotations
 
@@ -19,14 +20,17 @@ _WEIGHTED_BASES = {"torch.nn.Linear", "torch.nn.Conv1d", "torch.nn.Conv2d", "tor
                    "torch.nn.LayerNorm"}
 
 
-def class_attributes(analysis, cls: ClassInfo) -> tuple[dict[str, Ty], list[FunctionInfo]]:
-    """(attribute types, the `__init__`s read to learn them)."""
+def class_attributes(analysis, cls: ClassInfo) -> tuple[dict[str, Ty], list[tuple]]:
+    """(attribute types, (`__init__`, its block's text) of each one read to learn them)."""
     record = cls.attributes
-    if record is not None and record[0] == analysis.epoch:
-        return record[1], record[2]
+    if record is not None and record[0] == analysis.epoch and (
+            record[1] == analysis.generation or _unchanged(analysis, record[3])):
+        cls.attributes = (analysis.epoch, analysis.generation, record[2], record[3])
+        return record[2], record[3]
     attrs: dict[str, Ty] = {}
-    reads: list[FunctionInfo] = []
-    cls.attributes = (analysis.epoch, attrs, reads)  # recursion guard for self-referencing classes
+    reads: list[tuple] = []
+    # Set first: a recursion guard for self-referencing classes.
+    cls.attributes = (analysis.epoch, analysis.generation, attrs, reads)
     for base in reversed(cls.module.base_classes(cls)):
         base_attrs, base_reads = class_attributes(analysis, base)
         attrs.update(base_attrs)
@@ -35,7 +39,7 @@ def class_attributes(analysis, cls: ClassInfo) -> tuple[dict[str, Ty], list[Func
         attrs.update({"weight": K.T_TENSOR, "bias": K.T_TENSOR.but(optional=True)})
     init = cls.methods.get("__init__")
     if init is not None:
-        reads.append(init)
+        reads.append((init, init.block.text))
         if init.node is not None:
             walker = _InitWalker(analysis, init)
             walker.run()
@@ -43,6 +47,16 @@ def class_attributes(analysis, cls: ClassInfo) -> tuple[dict[str, Ty], list[Func
             reads.extend(walker.result.reads)  # other classes' attributes that __init__ used
     reads[:] = dict.fromkeys(reads)
     return attrs, reads
+
+
+def _unchanged(analysis, reads: list[tuple]) -> bool:
+    """Each `__init__` read still stands with the same text (an edit inside one is not an
+    interface change: attribute types are recomputed only for the classes that read it)."""
+    for function, text in reads:
+        current = analysis.workspace.current_function(function)
+        if current is None or current.block.text != text:
+            return False
+    return True
 
 
 class _InitWalker(FunctionWalker):

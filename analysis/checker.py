@@ -39,8 +39,9 @@ class Evaluation:
     findings: list[tuple]  # (code, span relative to the def line, message, fix relative)
     observations: list[tuple]  # (callee, params or None if it did not parse, call site, (returns, breaks))
     breaks: bool = False  # tracing this function (inlined) hits a graph break somewhere
-    # `__init__`s whose attribute types the walk used (parsed for it: their syntax errors count)
-    reads: list[FunctionInfo] = field(default_factory=list)
+    # (`__init__`, its block's text) of those whose attribute types the walk used (parsed for it:
+    # their syntax errors count)
+    reads: list[tuple] = field(default_factory=list)
 
 
 class FunctionWalker:

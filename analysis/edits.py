@@ -153,15 +153,15 @@ def _update_class(index: ModuleIndex, cls: ClassInfo, block: Block) -> list[Bloc
 
 
 def interface_text(block: Block) -> str:
-    """What other functions can observe of a block: everything except function bodies
-    (but including `__init__`, which defines attribute types). Text only: no parsing."""
+    """What other functions can observe of a block: everything except function bodies (an
+    `__init__` body defines attribute types, but the walks that read them depend on it as
+    on a callee: memo.py, attributes.py). Text only: no parsing."""
     outline = block.outline
     if outline.kind == "def":
         return outline.header
     if outline.kind == "class":
-        return outline.header + "".join(
-            member.header if member.kind == "def" and member.name != "__init__" else member.text
-            for member in outline.members)
+        return outline.header + "".join(member.header if member.kind == "def" else member.text
+                                        for member in outline.members)
     return block.text
 
 

@@ -37,11 +37,12 @@ class RootResult:
 class Analysis:
     """Runs compile roots, one pass each, sharing the Workspace's memo of walks."""
 
-    def __init__(self, config, memo: dict, workspace, epoch: int = 0):
+    def __init__(self, config, memo: dict, workspace, epoch: int = 0, generation: int = 0):
         self.config = config
         self.memo = memo
         self.workspace = workspace
         self.epoch = epoch
+        self.generation = generation  # of the Workspace's indexes (attributes.py)
 
     def run_root(self, mode: str, function: FunctionInfo) -> RootResult:
         self._returns: dict = {}  # key → (returns, breaks), in this pass
@@ -82,8 +83,12 @@ class Analysis:
 
     def _still_valid(self, evaluation, function: FunctionInfo, mode: str, chain: tuple, depth: int) -> bool:
         # Re-evaluate the callees the cached walk relied on, as they stand now; a callee that
-        # moved, vanished, (no longer) parses or returns something else means the caller
-        # must be walked again.
+        # moved, vanished, (no longer) parses or returns something else, or an `__init__` whose
+        # attribute types it read that changed, means the caller must be walked again.
+        for read, text in evaluation.reads:
+            current = self.workspace.current_function(read)
+            if current is None or current.block.text != text:
+                return False
         for callee, params, rel_span, outcome in evaluation.observations:
             current = self._current(callee, params)
             if current is None:
@@ -120,7 +125,7 @@ class Analysis:
             return
         self._collected.add(key)
         self.deps[id(function)] = (function, function.block)
-        for read in evaluation.reads:
+        for read, _text in evaluation.reads:
             read = self.workspace.current_function(read) or read
             self.deps[id(read)] = (read, read.block)
         for code, rel, message, fix in evaluation.findings:

@@ -38,6 +38,7 @@ class Workspace:
         # Bumped whenever a module's interface (anything but function bodies) changes: memoised
         # walks and root results from an earlier epoch may have read what changed.
         self.epoch = 0
+        self.generation = 0  # bumped whenever any index changes at all
 
     # --- documents -----------------------------------------------------------------------------
     def set_text(self, path: str, text: str) -> None:
@@ -83,6 +84,7 @@ class Workspace:
         cached = self._indexes.get(path)
         if cached is not None and cached[0] == text:
             return cached[1]
+        self.generation += 1
         edit = reparse_blocks(cached[0], cached[1].blocks, text) if cached is not None else None
         if edit is not None and update_index(cached[1], text, *edit):
             self._indexes[path] = (text, cached[1])
@@ -219,7 +221,7 @@ class Workspace:
             result = self._results.get(key)
             if result is None or not self._valid(result):
                 if analysis is None:
-                    analysis = Analysis(self.config, self.memo, self, self.epoch)
+                    analysis = Analysis(self.config, self.memo, self, self.epoch, self.generation)
                 result = self._results[key] = analysis.run_root(root.mode, root.function)
             results.append(result)
         return results
