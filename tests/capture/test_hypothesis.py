@@ -1,6 +1,7 @@
 """Random programs over a small grammar (tensor ops, Python- and tensor-dependent branches, loops,
-prints, .item(), in-place ops, data-dependent while loops), compiled vs eager on inputs that flip
-the data-dependent branches and change the Python values."""
+prints, .item(), in-place ops, data-dependent while loops, aliases, names rebound by statements
+that run in Python), compiled vs eager on inputs that flip the data-dependent branches and change
+the Python values."""
 import os
 
 import torch
@@ -47,8 +48,9 @@ def programs(draw):
         for _ in range(draw(st.integers(1, budget))):
             kind = draw(st.sampled_from(
                 ["unary", "binary", "reduce", "pyif", "flagif", "ddif", "loop", "print", "item", "inplace",
-                 "while", "view", "helper", "nograd", "append", "ret", "store"] if depth < 2 else
-                ["unary", "binary", "reduce", "print", "item", "inplace", "helper", "append", "store"]))
+                 "while", "view", "helper", "nograd", "append", "ret", "store", "alias", "rebind"] if depth < 2 else
+                ["unary", "binary", "reduce", "print", "item", "inplace", "helper", "append", "store", "alias",
+                 "rebind"]))
             if kind == "unary":
                 v = fresh()
                 lines.append(f"{pad}{v} = {draw(st.sampled_from(UNARY)).format(pick())}")
@@ -84,6 +86,13 @@ def programs(draw):
                 tensors.append(v)
             elif kind == "inplace":
                 lines.append(f"{pad}{pick()}.add_(1)")
+            elif kind == "alias":  # a second name for the same tensor
+                v = fresh()
+                lines.append(f"{pad}{v} = {pick()}")
+                tensors.append(v)
+            elif kind == "rebind":  # a statement that runs in Python rebinds a name (aliases keep the old value)
+                target = pick()
+                lines.append(f"{pad}{target} = {target} + float({pick()}.sum())")
             elif kind == "while":
                 target = pick()
                 lines.append(f"{pad}c = 0")
