@@ -9,24 +9,74 @@ import ast
 
 from . import kinds as K
 from .fixes import fix_for
-from .index import EXTERNAL_PREFIXES, ClassInfo, FunctionInfo
+from .index import COMPILE, EXTERNAL_PREFIXES, ClassInfo, FunctionInfo
 from .kinds import Ty
 
 LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log", "fatal"}
 SKIPPED_CALLS = {
     "time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.time_ns",
-    "time.perf_counter_ns", "time.monotonic_ns", "time.sleep", "random.random", "random.choice",
-    "random.sample", "uuid.uuid1", "uuid.uuid4", "uuid.uuid3", "uuid.uuid5",
-    "datetime.datetime.now", "datetime.datetime.utcnow", "datetime.datetime.today", "datetime.date.today",
-    "datetime.now", "datetime.utcnow", "datetime.today", "date.today",
+    "time.perf_counter_ns", "time.monotonic_ns", "time.sleep", "uuid.uuid1", "uuid.uuid4", "uuid.uuid3",
+    "uuid.uuid5", "datetime.datetime.now", "datetime.datetime.utcnow", "datetime.datetime.today",
+    "datetime.date.today", "datetime.now", "datetime.utcnow", "datetime.today", "date.today",
+    "torch.save", "torch.load", "torch.nn.utils.rnn.pack_padded_sequence",
 }
+# Stdlib modules implemented in C: Dynamo cannot trace into their functions and marks them as
+# skipped (measured on 2.13: zlib.crc32/adler32, hashlib.*, binascii.crc32, bisect.*, heapq.*).
+SKIPPED_MODULES = {"zlib", "hashlib", "binascii", "bisect", "heapq"}
+# The `random` functions Dynamo supports (with constant arguments): it draws the value at run time
+# and passes it into the graph as an input, a 0-d tensor. Every other `random.*` function is a
+# method of the module's hidden Random instance, which Dynamo skips (GB0007).
+RANDOM_VALUE_CALLS = {"randint", "randrange", "uniform"}
+RANDOM_VALUE = "random value"  # the `ref` of such a value's type (see checker.binary)
 STREAM_CALLS = {"sys.stdout.write", "sys.stderr.write", "sys.stdout.flush", "sys.stderr.flush"}
 AUTOGRAD_CALLS = {"torch.autograd.grad", "torch.autograd.backward"}
 PARAMETER_CALLS = {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
 GRAPH_BREAK_CALLS = {"torch._dynamo.graph_break"}
+# Fields of the named tuples (torch.return_types) that topk, sort, max/min(dim), mode, median,
+# kthvalue, cummax, aminmax, frexp, slogdet, qr, svd, linalg.eigh... return.
+RETURN_TYPE_FIELDS = {
+    **dict.fromkeys(("values", "min", "max", "mantissa", "sign", "logabsdet", "Q", "R", "U", "S", "V", "Vh", "L",
+                     "LU", "eigenvalues", "eigenvectors", "hist", "bin_edges", "solution"), K.T_TENSOR),
+    **dict.fromkeys(("indices", "exponent", "pivots"), K.T_INT_TENSOR),
+}
+# Recurrent modules Dynamo refuses to wrap (allow_rnn=False); the cells trace fine.
+RNN_MODULES = {"torch.nn.RNN", "torch.nn.GRU", "torch.nn.LSTM"}
+# Methods that tensors (and NumPy arrays, which Dynamo traces as tensors) have, but no builtin
+# type and no nn.Module: a value of unknown type that calls one is, in practice, a tensor
+# (`outputs.logits.argmax(-1)`, `logits_fn(x)[:, -1].softmax(-1)`, `batch["ids"].tolist()`).
+TENSOR_ONLY_METHODS = {
+    "item", "tolist", "argmax", "argmin", "argsort", "softmax", "log_softmax", "sigmoid", "tanh", "relu",
+    "sum", "mean", "std", "var", "prod", "cumsum", "any", "all", "max", "min", "amax", "amin", "norm",
+    "abs", "exp", "sqrt", "pow", "clamp", "clip", "topk", "gather", "scatter", "masked_fill",
+    "view", "reshape", "permute", "transpose", "unsqueeze", "squeeze", "flatten", "expand", "contiguous",
+    "detach", "clone", "numpy", "nonzero", "unique", "eq", "ne", "gt", "lt", "ge", "le", "matmul",
+}
+# NumPy functions torch._numpy lacks (torch 2.13, NumPy 2.x): Dynamo cannot translate them (GB0294).
+NUMPY_UNSUPPORTED = {
+    "apply_along_axis", "apply_over_axes", "argpartition", "partition", "asarray_chkfinite", "compress", "delete",
+    "insert", "digitize", "ediff1d", "extract", "frexp", "histogram_bin_edges", "interp", "intersect1d",
+    "union1d", "setdiff1d", "setxor1d", "isin", "lexsort", "nanargmax", "nanargmin", "nancumprod", "nancumsum",
+    "nanmax", "nanmean", "nanmedian", "nanmin", "nanpercentile", "nanprod", "nanquantile", "nanstd", "nansum",
+    "nanvar", "packbits", "unpackbits", "piecewise", "place", "putmask", "polyfit", "polyval", "ravel_multi_index",
+    "unravel_index", "roots", "select", "trapezoid", "trim_zeros", "unique_all", "unique_counts",
+    "unique_inverse", "unique_values", "unwrap", "fromfunction", "fromiter", "frombuffer", "ix_",
+    "cumulative_sum", "cumulative_prod", "linalg.vector_norm", "linalg.matrix_norm", "linalg.svdvals",
+    "linalg.cross", "linalg.outer", "linalg.tensordot", "linalg.trace", "linalg.diagonal",
+}
+# The np.random functions torch._numpy has; every other one breaks (GB0294). Without a size,
+# those that take one return a Python number read from a tensor (GB0033); so does `choice`
+# always (it checks that its probabilities sum to 1 in Python).
+NUMPY_RANDOM = {"seed", "random_sample", "sample", "random", "rand", "randn", "normal", "choice", "randint",
+                "shuffle", "uniform"}
+NUMPY_RANDOM_SIZE_AT = {"random_sample": 0, "sample": 0, "random": 0, "uniform": 2, "normal": 2, "randint": 2}
+# NumPy calls that build an array from Python numbers; any other NumPy function of Python
+# numbers only (`np.sqrt(d)`) is constant-folded by Dynamo into a Python number.
+NUMPY_ARRAY_BUILDERS = {"array", "asarray", "asanyarray", "ascontiguousarray", "zeros", "ones", "empty", "full",
+                        "arange", "linspace", "logspace", "geomspace", "eye", "identity", "tri", "atleast_1d",
+                        "atleast_2d", "atleast_3d"}
 BUILTIN_NON_TENSOR = {"isinstance": K.T_BOOL, "issubclass": K.T_BOOL, "hasattr": K.T_BOOL, "callable": K.T_BOOL,
                       "id": K.T_INT, "type": K.T_OBJ, "super": K.T_OBJ, "getattr": K.T_UNKNOWN,
-                      "setattr": K.T_NONE, "dict": K.T_OBJ, "set": K.T_OBJ, "object": K.T_OBJ,
+                      "setattr": K.T_NONE, "set": K.T_OBJ, "object": K.T_OBJ,
                       "iter": K.T_OBJ, "next": K.T_UNKNOWN, "divmod": K.T_OBJ, "hash": K.T_INT}
 
 
@@ -46,6 +96,8 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
                 return walker.call_user(node, method, args, kwargs, receiver=receiver)
         if receiver.kind == K.TENSOR:
             return tensor_method(walker, node, func.attr, receiver, args, kwargs)
+        if receiver.kind == K.UNKNOWN and func.attr in TENSOR_ONLY_METHODS:
+            return tensor_method(walker, node, func.attr, K.T_TENSOR, args, kwargs)
         if receiver.kind == K.OBJ and isinstance(receiver.ref, str):
             if receiver.ref.startswith("torch.optim.") and func.attr in ("zero_grad", "step"):
                 walker.report("FL121", node, f"Optimizer `.{func.attr}()` is skipped by Dynamo inside compiled code")
@@ -57,10 +109,9 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
                 return K.T_UNKNOWN
         if receiver.kind == K.MODULE:
             return module_method(walker, node, func.attr, receiver, args, kwargs)
-        if receiver.kind == K.LOGGER:
-            if func.attr in LOG_METHODS:
-                walker.report("FL111", node, "Logging call: logging.Logger methods are not traceable",
-                              fix=fix_for("FL111", walker, None, node))
+        if receiver.kind == K.LOGGER:  # every Logger method breaks (isEnabledFor too, measured)
+            walker.report("FL111", node, "Logging call: logging.Logger methods are not traceable",
+                          fix=fix_for("FL111", walker, None, node) if func.attr in LOG_METHODS else None)
             return K.T_NONE
         if receiver.kind == K.SEQ and func.attr == "sort" and _holds_tensors(receiver):
             walker.report("FL143", node, "list.sort() over tensors compares their values in Python")
@@ -71,9 +122,18 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
             if func.attr in ("tobytes", "tofile", "dump", "dumps"):
                 walker.report("FL122", node, f"`ndarray.{func.attr}()` is not traced")
                 return K.T_OBJ
+            # Dynamo traces arrays as tensors: reading one into Python is the tensor's host read.
+            if func.attr == "item":
+                walker.report("FL104", node, "`ndarray.item()` of an array traced as a tensor reads its value")
+                return K.T_DATA
+            if func.attr == "tolist":
+                walker.report("FL103", node, "`ndarray.tolist()` of an array traced as a tensor reads its values")
+                return K.seq_of(K.T_DATA)
             return K.T_NDARRAY
         if receiver.kind == K.SEQ and func.attr in ("append", "extend", "insert"):
             return K.T_NONE
+        if receiver.kind == K.DICT:
+            return dict_method(func.attr, receiver)
         if receiver.kind == K.FUNC and func.attr in ("__call__",):
             return walker.call_user(node, receiver.ref, args, kwargs)
     callee = walker.expr(func) if not isinstance(func, ast.Attribute) else None
@@ -104,6 +164,21 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
     return K.T_UNKNOWN
 
 
+def dict_method(name: str, receiver: Ty) -> Ty:
+    values = receiver.ref if isinstance(receiver.ref, Ty) else K.T_UNKNOWN
+    if name in ("get", "pop", "setdefault"):
+        return values
+    if name == "values":
+        return K.seq_of(values)
+    if name == "items":
+        return K.seq_of(Ty(K.SEQ, items=(K.T_UNKNOWN, values)))
+    if name == "keys":
+        return K.seq_of(K.T_UNKNOWN)
+    if name == "copy":
+        return receiver
+    return K.T_NONE if name in ("update", "clear") else K.T_UNKNOWN
+
+
 def _plain_python(ty: Ty) -> bool:
     if ty.kind == K.SEQ:
         return isinstance(ty.ref, Ty) and ty.ref.kind in K.PLAIN_KINDS
@@ -123,6 +198,9 @@ def builtin_call(walker, node: ast.Call, name: str, args: list[Ty], kwargs: dict
         return K.T_NONE
     if name in ("float", "int", "bool", "complex") and first.is_tensor:
         walker.report("FL102", node, f"{name}() of a tensor reads its value on the host")
+        return K.T_DATA
+    if name in ("float", "int", "bool", "complex") and first.kind == K.NDARRAY:
+        walker.report("FL104", node, f"{name}() of a NumPy array, which Dynamo traces as a tensor, reads its value")
         return K.T_DATA
     if name in ("float", "int", "complex"):
         return Ty(K.INT if name == "int" else K.NUM, shape_derived=first.shape_derived) \
@@ -144,7 +222,14 @@ def builtin_call(walker, node: ast.Call, name: str, args: list[Ty], kwargs: dict
             if ty.is_tensor:
                 walker.report("FL102", arg, "range() over a tensor bound reads its value on the host")
         return K.seq_of(Ty(K.INT, shape_derived=any(t.shape_derived for t in args)))
-    _walk_key_lambdas(walker, node, name, first)
+    if name in ("getattr", "hasattr", "setattr") and first.kind == K.LOGGER:
+        walker.report("FL111", node, f"{name}() on a logging.Logger is not traceable")
+    key_types = _walk_key_lambdas(walker, node, name, first)
+    if name in ("min", "max") and any(kw.arg == "key" for kw in node.keywords) and (
+            _holds_tensors(first) or any(ty.maybe_tensor for ty in key_types)):
+        walker.report("FL144", node, f"{name}() with key= over tensors: Dynamo's {name}() takes no key")
+        element = walker.element_type(first)
+        return element if element.maybe_tensor else K.T_DATA
     if name in ("sorted",) and _holds_tensors(first):
         walker.report("FL143", node, "sorted() over tensors compares their values in Python")
         return first
@@ -155,7 +240,7 @@ def builtin_call(walker, node: ast.Call, name: str, args: list[Ty], kwargs: dict
             return K.T_SHAPE
         return first if first.kind == K.SEQ else K.seq_of(K.T_UNKNOWN)
     if name == "enumerate":
-        return K.seq_of(K.seq_of(K.T_UNKNOWN)) if first.kind != K.SEQ else K.seq_of(Ty(K.SEQ, ref=None))
+        return K.seq_of(Ty(K.SEQ, items=(K.T_INT, walker.element_type(first))))
     if name == "zip":
         elements = tuple(walker.element_type(arg) for arg in args)
         return K.seq_of(Ty(K.SEQ, ref=_common_element(args), items=elements))
@@ -178,6 +263,10 @@ def builtin_call(walker, node: ast.Call, name: str, args: list[Ty], kwargs: dict
         return K.T_OBJ
     if name == "map":
         return K.seq_of(K.T_UNKNOWN)
+    if name == "dict":  # `dict(a=x, b=y)`: the keywords' values; `dict(pairs)`: unknown values
+        values = list(kwargs.values())
+        same = not node.args and len(values) == len(node.keywords) and all(v == values[0] for v in values)
+        return Ty(K.DICT, ref=(values[0] if values else None) if same else K.T_UNKNOWN)
     if name == "hash" and first.is_tensor:
         walker.report("FL106", node, "hash() of a tensor: tensor identity is not traceable")
         return K.T_DATA
@@ -186,19 +275,22 @@ def builtin_call(walker, node: ast.Call, name: str, args: list[Ty], kwargs: dict
     return K.T_UNKNOWN
 
 
-def _walk_key_lambdas(walker, node: ast.Call, name: str, iterable: Ty) -> None:
-    """`sorted(xs, key=lambda t: t.sum().item())`: Dynamo runs the lambda on each element."""
+def _walk_key_lambdas(walker, node: ast.Call, name: str, iterable: Ty) -> list[Ty]:
+    """`sorted(xs, key=lambda t: t.sum().item())`: Dynamo runs the lambda on each element.
+    Returns the types the lambdas evaluate to."""
     if name not in ("sorted", "min", "max", "map", "filter"):
-        return
+        return []
     candidates = [kw.value for kw in node.keywords if kw.arg == "key"] + [a for a in node.args[:1]]
     element = walker.element_type(node.args[-1] and walker.expr(node.args[-1])) if name in ("map", "filter") \
         and len(node.args) > 1 else walker.element_type(iterable)
+    results = []
     for candidate in candidates:
         if isinstance(candidate, ast.Lambda) and candidate.args.args:
             saved = dict(walker.env)
             walker.env[candidate.args.args[0].arg] = element
-            walker.expr(candidate.body)
+            results.append(walker.expr(candidate.body))
             walker.env = saved
+    return results
 
 
 def _common_element(args: list[Ty]) -> Ty:
@@ -281,6 +373,12 @@ def module_call(walker, node: ast.Call, module: Ty, args: list[Ty], kwargs: dict
         return K.T_TENSOR
     if cls in ("torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.ParameterList"):
         return K.T_UNKNOWN
+    if cls in RNN_MODULES:
+        walker.report("FL123", node, f"`{cls}` is not traced by Dynamo (allow_rnn=False)")
+        # Measured: nothing after it in the frame is traced; its callers resume after the call.
+        if walker.mode == COMPILE and not walker.dead and not walker.quiet:
+            walker.die(node, f"`{cls.rsplit('.', 1)[1]}` is not traced")
+        return K.T_TENSOR_SEQ
     return K.T_TENSOR
 
 
@@ -325,12 +423,15 @@ def library_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: di
         return Ty(K.INT if last in ("floor", "ceil", "gcd", "lcm", "prod", "comb", "perm", "isqrt") else K.NUM,
                   shape_derived=shape)
     if head in ("numpy", "np") or dotted.startswith("numpy."):
-        if last in ("at", "reduceat", "outer", "accumulate") and dotted.count(".") >= 2:
-            walker.report("FL122", node, f"`{dotted}`: NumPy ufunc methods are not traced")
-            return K.T_NONE
-        return K.T_NDARRAY
-    if head == "random":
+        return numpy_call(walker, node, dotted, args, kwargs)
+    if head == "random" and last[:1].islower():
+        if last in RANDOM_VALUE_CALLS:
+            return Ty(K.TENSOR, zero_dim=True, ref=RANDOM_VALUE)
+        walker.report("FL121", node, f"`{dotted}()` is skipped by Dynamo: the graph breaks")
         return K.T_NUM
+    if head in SKIPPED_MODULES:
+        walker.report("FL121", node, f"`{dotted}()` is implemented in C: Dynamo skips it and the graph breaks")
+        return K.T_UNKNOWN
     if dotted in ("functools.partial", "functools.reduce", "operator.itemgetter"):
         return K.T_UNKNOWN
     if dotted.startswith("einops."):
@@ -338,9 +439,38 @@ def library_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: di
     return K.T_UNKNOWN
 
 
+def numpy_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
+    path = dotted.split(".", 1)[1]  # "nanmean", "random.beta", "add.at"
+    namespace, _, last = path.rpartition(".")
+    if last in ("at", "reduceat", "outer", "accumulate") and namespace and namespace != "random":
+        walker.report("FL122", node, f"`{dotted}`: NumPy ufunc methods are not traced")
+        return K.T_NONE
+    if namespace == "random":
+        if last not in NUMPY_RANDOM:
+            walker.report("FL122", node, f"`{dotted}` has no torch._numpy equivalent: Dynamo cannot trace it")
+            # NumPy draws it after the break: a plain number, unless asked for an array
+            return K.T_NDARRAY if "size" in kwargs else K.T_DATA
+        if last == "choice":
+            walker.report("FL104", node, f"`{dotted}` checks its probabilities on the host")
+            return K.T_NDARRAY
+        size_at = NUMPY_RANDOM_SIZE_AT.get(last)
+        if (not args and not kwargs) if last in ("rand", "randn") else (
+                size_at is not None and len(args) <= size_at and "size" not in kwargs):
+            walker.report("FL104", node, f"`{dotted}()` without a size returns a Python number read from a tensor")
+            return K.T_DATA
+        return K.T_NDARRAY
+    if path in NUMPY_UNSUPPORTED:
+        walker.report("FL122", node, f"`{dotted}` has no torch._numpy equivalent: Dynamo cannot trace it")
+        return K.T_NDARRAY
+    if args and all(ty.kind in (K.INT, K.NUM, K.BOOL) for ty in args) and not namespace \
+            and last not in NUMPY_ARRAY_BUILDERS:
+        return Ty(K.NUM, shape_derived=any(ty.shape_derived for ty in args))
+    return K.T_NDARRAY
+
+
 def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
     name = dotted.rsplit(".", 1)[1]
-    if dotted in ("torch.save", "torch.load"):
+    if dotted in SKIPPED_CALLS:
         walker.report("FL121", node, f"`{dotted}` is skipped by Dynamo: the graph breaks")
         return K.T_UNKNOWN
     if dotted in GRAPH_BREAK_CALLS:
@@ -364,9 +494,15 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
             walker.report("FL105", node, f"`{dotted}` returns a data-dependent number of elements")
             return K.T_INT_TENSOR if name in ("nonzero", "argwhere", "bincount") else K.T_TENSOR_SEQ \
                 if name == "where" else K.T_TENSOR
+        if name == "one_hot" and _classes_from_data(node):
+            walker.report("FL105", node, f"`{dotted}` without num_classes sizes its output from the data")
+            return K.T_INT_TENSOR
         if name in ("equal", "allclose", "is_nonzero"):
             walker.report("FL104", node, f"`{dotted}` returns a Python bool computed from tensor data")
             return K.T_DATA
+        if name == "tensor_split" and len(args) > 1 and args[1].maybe_tensor:
+            walker.report("FL104", node, f"`{dotted}` at tensor indices needs their values on the host")
+            return K.T_TENSOR_SEQ
         if _requires_grad_true(node):
             walker.report("FL140", node, "Tensor created with requires_grad=True inside compiled code")
             return K.T_TENSOR
@@ -389,6 +525,14 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
     if name[:1].isupper():
         return Ty(K.OBJ, ref=dotted)
     return K.T_TENSOR if namespace.startswith(("torch.ops", "torch.distributions")) else K.T_UNKNOWN
+
+
+def _classes_from_data(node: ast.Call) -> bool:
+    """`F.one_hot(x)` / `num_classes=-1`: the class count is x.max() + 1, read from the data."""
+    classes = node.args[1] if len(node.args) > 1 else next(
+        (keyword.value for keyword in node.keywords if keyword.arg == "num_classes"), None)
+    return classes is None or (isinstance(classes, ast.UnaryOp) and isinstance(classes.op, ast.USub)
+                               and isinstance(classes.operand, ast.Constant) and classes.operand.value == 1)
 
 
 def _requires_grad_true(node: ast.Call) -> bool:

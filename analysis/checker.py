@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from . import kinds as K
 from .findings import Span
-from .calls import evaluate_call
+from .calls import RANDOM_VALUE, RETURN_TYPE_FIELDS, evaluate_call
 from .fixes import fix_for
 from .index import COMPILE, EXPORT, TRACE, ClassInfo, FunctionInfo
 from .kinds import Ty
@@ -120,10 +120,10 @@ class FunctionWalker:
         elif rule.category == GRAPH_BREAK and self.mode == COMPILE:
             self.resume_pending = True
 
-    def die(self, node: ast.AST) -> None:
+    def die(self, node: ast.AST, cause: str = "Graph break inside a loop or try") -> None:
         self.dead = True
         span = self.relative_span(node)
-        self.result.findings.append(("FL150", span, f"Graph break inside a loop or try: Dynamo skips the rest "
+        self.result.findings.append(("FL150", span, f"{cause}: Dynamo skips the rest "
                                                     f"of `{self.function.qualname}` (it runs eagerly)", None))
 
     def frame_breaks(self) -> None:
@@ -187,7 +187,8 @@ class FunctionWalker:
             ty = self.env.get(name)
             if ty is not None:
                 if ty.maybe_tensor or ty.kind in (K.MODULE, K.NDARRAY, K.UNKNOWN) or (
-                        ty.kind == K.SEQ and not (isinstance(ty.ref, Ty) and ty.ref.kind in K.PLAIN_KINDS)):
+                        ty.kind == K.SEQ and not (isinstance(ty.ref, Ty) and ty.ref.kind in K.PLAIN_KINDS)) or (
+                        ty.kind == K.DICT and isinstance(ty.ref, Ty) and ty.ref.kind in (K.TENSOR, K.MODULE)):
                     return True
             elif name not in self.local_functions:
                 target = self.local_imports.get(name) or self.module.imports.get(name)
@@ -231,7 +232,7 @@ class FunctionWalker:
 
     def stmt_AugAssign(self, node: ast.AugAssign) -> None:
         current = self.expr(node.target)
-        value = self.binary(current, self.expr(node.value), node.op)
+        value = self.binary(current, self.expr(node.value), node)
         self.assign(node.target, value, node)
 
     def assign(self, target: ast.expr, value: Ty, statement: ast.stmt) -> None:
@@ -254,14 +255,19 @@ class FunctionWalker:
             owner = self.expr(target.value)
             if owner.is_tensor and target.attr == "requires_grad":
                 self.report("FL140", statement, "Setting `requires_grad` inside compiled code")
+            if owner.kind == K.LOGGER:
+                self.report("FL111", statement, "Setting an attribute of a logging.Logger is not traceable")
             if (owner.kind == K.MODULE and isinstance(target.value, ast.Name) and target.value.id == "self"
                     and value.kind in (K.INT, K.NUM, K.BOOL, K.DATA)
                     and isinstance(statement, ast.AugAssign)):
                 self.report("FL302", statement, f"`self.{target.attr}` is a Python value updated on every call; "
                                                 f"Dynamo guards on it and recompiles")
         elif isinstance(target, ast.Subscript):
-            self.expr(target.value)
+            container = self.expr(target.value)
             self.expr(target.slice)
+            if container.kind == K.DICT and isinstance(target.value, ast.Name):  # `d[k] = v`: d's values
+                values = value if container.ref is None else K.join(container.ref, value)
+                self.env[target.value.id] = Ty(K.DICT, ref=values)
 
     def stmt_Return(self, node: ast.Return) -> None:
         value = self.expr(node.value) if node.value is not None else K.T_NONE
@@ -404,6 +410,8 @@ class FunctionWalker:
         if ty.is_tensor:
             fix = fix_for("FL101", self, statement, node) if statement is not None else None
             self.report("FL101", node, self._branch_message(node, statement), fix=fix)
+        elif ty.kind == K.NDARRAY:  # Dynamo traces arrays as tensors: the same data-dependent branch
+            self.report("FL101", node, self._branch_message(node, statement))
         elif ty.kind in (K.BOOL, K.INT, K.NUM) and ty.shape_derived:
             self.report("FL301", node, "Branch on a tensor's shape: Dynamo specializes on it and "
                                        "recompiles when an input takes the other branch")
@@ -496,6 +504,8 @@ class FunctionWalker:
             return self.module_attribute(owner, attr)
         if owner.kind == K.SHAPE:
             return K.T_OBJ
+        if owner.kind == K.SEQ and owner.ref == K.T_TENSOR and attr in RETURN_TYPE_FIELDS:
+            return RETURN_TYPE_FIELDS[attr]  # `x.topk(k).indices`: a torch.return_types field
         dotted = self.dotted(node)
         if dotted:
             if dotted.startswith("torch."):
@@ -540,6 +550,8 @@ class FunctionWalker:
             scalar_pick = container.integer and index.kind == K.INT and not isinstance(node.slice, ast.Tuple)
             return K.T_TENSOR.but(boolean=container.boolean, integer=container.integer, zero_dim=scalar_pick)
         if container.kind == K.SHAPE:
+            if index.is_tensor:
+                self.report("FL102", node, "Python sequence indexed with a tensor: Dynamo reads its value")
             return K.T_SHAPE if isinstance(node.slice, ast.Slice) else K.T_SHAPE_INT
         if container.kind == K.SEQ:
             if container.items is not None and isinstance(node.slice, ast.Constant) \
@@ -551,9 +563,10 @@ class FunctionWalker:
             if isinstance(node.slice, ast.Slice):
                 return container
             return container.ref if isinstance(container.ref, Ty) else K.T_UNKNOWN
-        if container.kind in (K.OBJ, K.UNKNOWN, K.NDARRAY) and index.is_tensor and container.kind == K.OBJ \
-                and container.ref is None:
+        if index.is_tensor and (container.kind == K.DICT or container.kind == K.OBJ and container.ref is None):
             self.report("FL102", node, "Python container indexed with a tensor: Dynamo reads its value")
+        if container.kind == K.DICT:
+            return container.ref if isinstance(container.ref, Ty) else K.T_UNKNOWN
         if container.kind == K.NDARRAY:
             if isinstance(node.ctx, ast.Load) and index.kind == K.NDARRAY and index.boolean:
                 self.report("FL105", node, "Boolean-mask indexing of an array traced from a tensor: "
@@ -595,9 +608,12 @@ class FunctionWalker:
         for key in node.keys:
             if key is not None:
                 self.expr(key)
-        for value in node.values:
-            self.expr(value)
-        return K.T_OBJ
+        values = [self.expr(value) for value in node.values]
+        if not values:
+            return Ty(K.DICT)
+        # Mixed values, or a `{**other}` whose value types are not followed: unknown values.
+        same = None not in node.keys and all(value == values[0] for value in values)
+        return Ty(K.DICT, ref=values[0] if same else K.T_UNKNOWN)
 
     def expr_JoinedStr(self, node: ast.JoinedStr) -> Ty:
         for value in node.values:
@@ -622,9 +638,16 @@ class FunctionWalker:
             right = self.expr(node.right)
         if isinstance(node.op, ast.Mod) and left.kind == K.STR and right.maybe_tensor:
             self.report("FL114", node, "Tensor formatted with `%`: needs its values")
-        return self.binary(left, right, node.op)
+        return self.binary(left, right, node)
 
-    def binary(self, left: Ty, right: Ty, op: ast.operator) -> Ty:
+    def binary(self, left: Ty, right: Ty, node: ast.BinOp | ast.AugAssign) -> Ty:
+        op = node.op
+        if RANDOM_VALUE in (left.ref, right.ref) and {left.kind, right.kind} & {K.INT, K.NUM, K.BOOL, K.DATA}:
+            self.report("FL124", node, "Python arithmetic on a random.* value, which Dynamo made a graph input")
+            # Measured: Dynamo cannot resume after this break (it is no call): it skips the frame.
+            if self.mode == COMPILE and not self.dead and not self.quiet:
+                self.die(node, "Arithmetic on a random.* value")
+            return K.T_NUM  # computed by Python after the break
         if left.kind == K.TENSOR or right.kind == K.TENSOR:
             tensor = left if left.kind == K.TENSOR else right
             other = right if tensor is left else left
@@ -718,8 +741,7 @@ class FunctionWalker:
     expr_GeneratorExp = expr_ListComp
 
     def expr_DictComp(self, node) -> Ty:
-        self.comprehension(node, [node.key, node.value])
-        return K.T_OBJ
+        return Ty(K.DICT, ref=self.comprehension(node, [node.key, node.value])[1])
 
     def expr_Await(self, node) -> Ty:
         return self.expr(node.value)

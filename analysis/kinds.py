@@ -19,6 +19,7 @@ DEVICE = "device"
 STR = "str"
 NONE = "none"
 SEQ = "sequence"     # list/tuple/ModuleList; `ref` is the element type
+DICT = "dict"        # `ref` is the value type (None: an empty display, values not seen yet)
 MODULE = "module"    # an nn.Module instance; `ref` is a ClassInfo or a dotted class name
 NDARRAY = "ndarray"
 FUNC = "function"    # `ref` is a FunctionInfo
@@ -142,8 +143,9 @@ LAYOUT_PRESERVING = {"transpose", "t", "T", "mT", "view", "reshape", "expand", "
                      "permute", "contiguous", "clone", "to", "flip", "roll", "tril", "triu", "repeat", "flatten",
                      "detach", "cpu", "cuda", "view_as", "reshape_as", "movedim", "narrow", "select",
                      "index_select", "gather", "masked_fill", "__invert__", "unflatten", "swapaxes", "diagonal"}
-# Output size depends on the data (capture_dynamic_output_shape_ops=False → break).
-DYNAMIC_SHAPE_OPS = {"nonzero", "argwhere", "unique", "unique_consecutive", "masked_select", "bincount"}
+# Output size depends on the data (capture_dynamic_output_shape_ops=False → break); aten tags
+# them dynamic_output_shape. So is aten._ctc_loss (it sizes a buffer from the target lengths).
+DYNAMIC_SHAPE_OPS = {"nonzero", "argwhere", "unique", "unique_consecutive", "masked_select", "bincount", "ctc_loss"}
 
 # --- torch.* functions -------------------------------------------------------------------------
 TORCH_NON_TENSOR: dict[str, Ty] = {

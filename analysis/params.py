@@ -43,7 +43,13 @@ def root_parameters(function: FunctionInfo) -> tuple:
                 _usage_cache.clear()
             used = _usage_cache[key] = _used_as_tensors(node, guessed)
         params = [K.T_TENSOR if name in used else ty for name, ty in zip(names, params)]
-    return tuple(params)
+    # A tensor's dtype is unknown at a root, but one named `mask`/`*_mask` is boolean in practice:
+    # `x[train_mask]` selects (a data-dependent size), where an index tensor would gather.
+    return tuple(ty.but(boolean=True) if ty.kind == K.TENSOR and _MASK_NAME.fullmatch(name) else ty
+                 for name, ty in zip(names, params))
+
+
+_MASK_NAME = re.compile(r"(?:\w+_)?masks?")
 
 
 # Between the tokens of `p.mean` or `int(p)`: spaces, line breaks, continuations, brackets, comments.

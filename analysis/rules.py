@@ -86,7 +86,8 @@ _RULES = [
          "GB0059", "Failed to trace builtin operator"),
     Rule("FL111", "logging", GRAPH_BREAK,
          "logging call in compiled code",
-         "`logging.Logger` methods are not traceable outside export.",
+         "`logging.Logger` methods are not traceable outside export, and neither is reading, "
+         "setting or probing (`getattr`/`hasattr`) a logger's attributes.",
          "Log outside the compiled function, or guard with `torch.compiler.is_compiling()`.",
          "GB0291", "logging.Logger method not supported for non-export cases"),
     Rule("FL112", "warnings", GRAPH_BREAK,
@@ -123,9 +124,28 @@ _RULES = [
          "GB0007", "Attempted to call function marked as skipped"),
     Rule("FL122", "unsupported-numpy", GRAPH_BREAK,
          "NumPy call Dynamo cannot translate",
-         "Dynamo traces most NumPy through torch._numpy, but not every function.",
-         "Use the torch equivalent.",
+         "Dynamo traces most NumPy through torch._numpy, but not every function: ufunc methods "
+         "(`np.add.at`) and the functions torch._numpy lacks (`np.interp`, `np.nanmean`, most of "
+         "`np.random`, e.g. `np.random.beta`: GB0294) run in Python.",
+         "Use the torch equivalent (e.g. `torch.distributions.Beta(a, b).sample()`).",
          "GB0290", "attempted to trace numpy.* function as a method"),
+    Rule("FL123", "rnn-module", GRAPH_BREAK,
+         "nn.RNN / nn.GRU / nn.LSTM in compiled code",
+         "Dynamo does not trace the recurrent modules (allow_rnn=False): the graph breaks where the "
+         "module is used and Dynamo skips the rest of that function, which runs eagerly. The cells "
+         "(`nn.GRUCell`, ...) trace fine.",
+         "Unroll the recurrence with `nn.GRUCell`/`nn.LSTMCell`, run the RNN outside the compiled "
+         "function, or set `torch._dynamo.config.allow_rnn = True` (experimental).",
+         "GB0014", "Attempted to wrap RNN, GRU, or LSTM"),
+    Rule("FL124", "random-value-arithmetic", GRAPH_BREAK,
+         "Python arithmetic on a random.randint/randrange/uniform value",
+         "Dynamo makes the result of `random.randint`, `random.randrange` and `random.uniform` an "
+         "input of the graph (a 0-d tensor drawn anew on each call). Multiplying a tensor by it "
+         "traces, but Python arithmetic with other numbers (`n - w`, `w + 1`) does not; branching "
+         "on it or slicing with it reads its value.",
+         "Draw the value with torch (`torch.randint(lo, hi, ())`) and keep the arithmetic in "
+         "tensors, or draw it outside the compiled function.",
+         "GB0213", "unimplemented builtin op on tensor arguments"),
     Rule("FL130", "disabled-call", GRAPH_BREAK,
          "Call to a function excluded from compilation",
          "A function decorated with `torch.compiler.disable` / `torch._dynamo.disable` always "
@@ -158,12 +178,19 @@ _RULES = [
          "`sorted()`/`list.sort()` over tensors compares tensor values in Python.",
          "Stack and use `torch.sort`/`torch.argsort`.",
          "GB0207", "sort with non-constant keys"),
+    Rule("FL144", "min-max-key-tensors", GRAPH_BREAK,
+         "min()/max() with key= over tensors",
+         "Dynamo's `min`/`max` take no `key=`: with tensors among the items or as the key's "
+         "result, the call cannot be traced.",
+         "Stack the candidates and use `torch.argmin`/`torch.argmax`.",
+         "GB0193", "invalid call to builtin op handler"),
     # --- performance -----------------------------------------------------------------------
     Rule("FL150", "frame-skipped", PERF,
          "Graph break inside a loop or try: Dynamo gives up on the rest of the function",
          "Dynamo cannot resume tracing in the middle of a loop body or a `try` block. When a graph "
          "break happens there (directly or in a function called from there), it skips the frame: "
-         "everything after runs eagerly, and later breaks in this function are not even reported.",
+         "everything after runs eagerly, and later breaks in this function are not even reported. "
+         "An `nn.RNN`/`nn.GRU`/`nn.LSTM` (FL123) makes it skip the frame wherever it is used.",
          "Fix the break inside the loop, or move the loop body into a function of its own.",
          None, None),
     # --- control flow that tracing would bake in -----------------------------------------
