@@ -17,7 +17,7 @@ from bisect import bisect_right
 
 from .index import _ROOT_HINT, ClassInfo, FunctionInfo, ModuleIndex, _ignore_comments, header_decorators, member_block
 from .outline import cached_outline, string_spans
-from .source import _SURROGATE, MAX_FILE_BYTES, Block, _split, line_count, make_blocks
+from .source import _SURROGATE, MAX_FILE_BYTES, Block, _split, bracket_profile, line_count, make_blocks
 
 
 def reparse_blocks(old_text: str, blocks: list[Block], text: str):
@@ -47,9 +47,10 @@ def reparse_blocks(old_text: str, blocks: list[Block], text: str):
     raw = _split(window)
     if goes_on and raw and window.startswith("@", raw[-1][1]) and cached_outline(window[raw[-1][1]:]).kind == "other":
         return None  # decorators with nothing after them in the window: they join the next block
-    made = make_blocks(window, raw, lazy=True, open_end=goes_on)
+    made = make_blocks(window, raw, lazy=True, may_close_after=(lambda: _may_close(blocks[last + 1:])) if goes_on
+                       else None)
     if made is None:
-        return None  # a bracket left open: joining might reach past the window
+        return None  # a bracket left open that the rest of the file might close: joining reaches past
     for block in made:
         block.first_line += blocks[first].first_line - 1
         block.start += start
@@ -71,6 +72,19 @@ def reparse_blocks(old_text: str, blocks: list[Block], text: str):
         block.first_line += lines
         block.start += chars
     return [*blocks[:first], *made, *blocks[last + 1:]], old[head:len(old) - tail], made[head:len(made) - tail]
+
+
+def _may_close(blocks: list[Block]) -> bool:
+    """Whether a bracket still open where `blocks` begin might be closed in them: not when no
+    running count of their brackets falls below zero (each block's count is cached by text,
+    so after the first keystroke this costs a loop over the blocks)."""
+    running = 0
+    for block in blocks:
+        profile = bracket_profile(block.text)
+        if profile is None or running + profile[0] < 0:
+            return True
+        running += profile[1]
+    return False
 
 
 def update_index(index: ModuleIndex, text: str, blocks: list[Block], removed: list[Block], added: list[Block]) -> bool:

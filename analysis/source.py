@@ -18,6 +18,7 @@ import tokenize
 from itertools import accumulate
 
 from .findings import SourceProblem, Span
+from .outline import cached_outline, outside_strings, string_spans
 
 # Bigger files (or editor texts) are refused with a message rather than analysed: ast.parse
 # alone manages about 1 MB/s on a 2-core machine, so a 10 MB file would hold an editor for
@@ -92,8 +93,6 @@ class Block:
     @property
     def outline(self):
         if self._outline is None:
-            from .outline import cached_outline
-
             self._outline = cached_outline(self.text)
         return self._outline
 
@@ -118,8 +117,6 @@ def split_blocks(text: str) -> list[tuple[int, str]]:
 
 def _split(text: str) -> list[tuple[int, int, int]]:
     """(first_line, start offset, end offset) of each non-blank top-level block."""
-    from .outline import outside_strings, string_spans
-
     # Column-0 lines inside a docstring start nothing.
     starts = outside_strings([m.start() for m in _BLOCK_START.finditer(text)], string_spans(text))
     if not starts or starts[0] != 0:
@@ -169,26 +166,27 @@ def parse_blocks(text: str, lazy: bool = False) -> list[Block]:
     return make_blocks(text, _split(text), lazy)
 
 
-def make_blocks(text: str, raw: list[tuple[int, int, int]], lazy: bool, open_end: bool = False) -> list[Block] | None:
-    """Blocks from the (first_line, start, end) extents of `raw`. With `open_end`, `text` is
-    a window of a file that goes on: returns None if joining a block would read past it."""
+def make_blocks(text: str, raw: list[tuple[int, int, int]], lazy: bool, may_close_after=None) -> list[Block] | None:
+    """Blocks from the (first_line, start, end) extents of `raw`. `may_close_after` is for a
+    `text` that is a window of a file going on: called when a bracket is still open where the
+    window ends, it says whether the rest of the file might close it (then None is returned:
+    joining would read past the window)."""
     blocks: list[Block] = []
     index = 0
     while index < len(raw):
         first_line, start, end = raw[index]
         chunk = text[start:end]
-        if lazy:
-            block = Block(chunk, first_line, start=start, lazy=True)
-            if block.outline.kind != "other" and _closes_within(chunk):
-                blocks.append(block)
-                index += 1
-                continue
+        deferrable = lazy and cached_outline(chunk).kind != "other"
+        if deferrable and _closes_within(chunk):
+            blocks.append(Block(chunk, first_line, start=start, lazy=True))
+            index += 1
+            continue
         statements, problems = _parse_cached(chunk)
         consumed = 1
         if problems:
             last = _join_extent(text, raw, index)
             if last == _RUNS_ON:
-                if open_end:
+                if may_close_after is not None and may_close_after():
                     return None
                 last = None
             if last is not None and last > index:
@@ -197,9 +195,45 @@ def make_blocks(text: str, raw: list[tuple[int, int, int]], lazy: bool, open_end
                 statements2, problems2 = _parse_cached(joined, recover=False)
                 if not problems2:
                     chunk, statements, problems, consumed = joined, statements2, [], last - index + 1
+            if problems and deferrable and _only_defines(statements, cached_outline(chunk).name):
+                # Joining did not help (typically a bracket left open while typing) and the block
+                # holds no other statement: a def or class stays lazy, as if it closed. Its
+                # methods keep their own blocks, the broken one stays known (it does not parse),
+                # and an edit inside it is a body edit (edits.py).
+                blocks.append(Block(chunk, first_line, start=start, lazy=True))
+                index += 1
+                continue
         blocks.append(Block(chunk, first_line, statements, problems, start=start))
         index += consumed
     return blocks
+
+
+def _only_defines(statements: list[ast.stmt], name: str) -> bool:
+    """What recovery left of a block is its own def/class (or the `pass` that replaced it)."""
+    return all(isinstance(statement, ast.Pass) or (isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                        ast.ClassDef)) and statement.name == name)
+               for statement in statements)
+
+
+_profile_cache: dict[str, tuple[int, int] | None] = {}
+
+
+def bracket_profile(text: str) -> tuple[int, int] | None:
+    """(lowest running count, final count) of opening minus closing brackets outside strings
+    and comments, reading `text` from its start; None when a string in it is left open.
+    Cached by text: edits.py adds these up over the blocks after an edit."""
+    result = _profile_cache.get(text, False)
+    if result is False:
+        visible = _HIDDEN.sub("", text)
+        if '"' in visible or "\'" in visible:
+            result = None
+        else:
+            counts = list(accumulate(map(_DEPTH_STEP.__getitem__, _NOT_BRACKET.sub("", visible))))
+            result = (min(counts, default=0), counts[-1] if counts else 0)
+        if len(_profile_cache) > _PARSE_CACHE_LIMIT:
+            _profile_cache.clear()
+        _profile_cache[text] = result
+    return result
 
 
 # What can carry a statement past a line end: strings and brackets (comments are skipped
