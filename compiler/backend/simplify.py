@@ -190,8 +190,10 @@ def _from_linear(terms: dict, c: int) -> Expr:
     return out if c == 0 else Expr("add", (out, const(c)), None, INDEX)
 
 
-def _recombine(terms: dict) -> dict:
-    """k*(x//c)*c + k*(x%c) -> k*x: undoes the split a reshape or a loop merge introduced."""
+def _recombine(terms: dict) -> tuple[dict, int]:
+    """k*(x//c)*c + k*(x%c) -> k*x: undoes the split a reshape or a loop merge introduced.
+    Returns the new terms and the constant that x's own constant part adds."""
+    extra = 0
     changed = True
     while changed:
         changed = False
@@ -201,12 +203,14 @@ def _recombine(terms: dict) -> dict:
                 q = Expr("floordiv", (x, c), None, INDEX)
                 if terms.get(q) == k * c.arg:
                     del terms[t], terms[q]
-                    for tt, kk in _linear(x)[0].items():
+                    x_terms, x_const = _linear(x)
+                    for tt, kk in x_terms.items():
                         terms[tt] = terms.get(tt, 0) + kk * k
+                    extra += x_const * k
                     terms = {a: b for a, b in terms.items() if b}
                     changed = True
                     break
-    return terms
+    return terms, extra
 
 
 def _index_node(node: Expr, ranges: dict[str, int], memo) -> Expr:
@@ -214,7 +218,8 @@ def _index_node(node: Expr, ranges: dict[str, int], memo) -> Expr:
         return node
     if node.op in ("add", "sub", "mul", "neg"):
         terms, c = _linear(node)
-        return _from_linear(_recombine(dict(terms)), c)
+        terms, extra = _recombine(dict(terms))
+        return _from_linear(terms, c + extra)
     if node.op in ("floordiv", "mod") and node.args[1].op == "const" and node.args[1].arg > 0:
         x, c = node.args[0], int(node.args[1].arg)
         xb = bounds(x, ranges, memo)

@@ -185,3 +185,11 @@ def test_long_sums_over_a_non_contiguous_axis_stay_accurate():
         got = compile_graph(aten_graph(fn, x), [x])(x)
         ref = fn(x.double())
         assert (got.double() - ref).abs().max() <= 3 * (fn(x).double() - ref).abs().max() + 1e-6
+
+
+def test_split_pieces_viewed_and_transposed():
+    """q, k, v = linear(x).split(C, -1), each viewed per head (GPT-style attention): the pieces'
+    offsets must survive index simplification."""
+    x = torch.randn(2, 5, 96)
+    check(lambda x: [t.view(2, 5, 4, 8).transpose(1, 2) * 1 for t in x.split(32, -1)], x)
+    check(lambda x: [t.reshape(2, 12, 8).sum(-1) for t in x.unbind(1)] + [x.chunk(3, -1)[2] + 1], x)

@@ -38,6 +38,9 @@ def test_index_simplification_undoes_reshape():
     assert simplify_index((i * const(8) + j) % const(8), {"i": 4, "j": 8}) == j
     # (i*C + j) // (T*C) == i // T when j < C
     assert simplify((i * const(8) + j) // const(32), {"i": 40, "j": 8}) == i // const(4)
+    # the offset of a split piece survives recombination: ((k+32)//96)*96 + (k+32)%96 == k + 32
+    shifted = k + const(32)
+    assert simplify((shifted // const(96)) * const(96) + shifted % const(96), {"k": 64}) == k + const(32)
 
 
 def test_bounds():
