@@ -39,6 +39,8 @@ _ROOT_HINT = re.compile(r"compile\(|jit\.|export\(|disable\(|optimize\(")
 _IGNORE = re.compile(r"#\s*fuselens:\s*ignore(?:\[([^\]]*)\])?", re.I)
 
 
+# FunctionInfo and ClassInfo compare by identity (memo keys hold them in parameter types):
+# an edit inside function bodies keeps them (edits.py), a rebuilt index makes new ones.
 @dataclass(eq=False)
 class FunctionInfo:
     qualname: str
@@ -48,7 +50,6 @@ class FunctionInfo:
     disabled: bool = False
     _node: ast.FunctionDef | ast.AsyncFunctionDef | None = None  # parsed on first use
     _segment: tuple | None = None
-    _hash: int | None = None
 
     @property
     def node(self):
@@ -70,15 +71,6 @@ class FunctionInfo:
     def name(self) -> str:
         return self.qualname.rsplit(".", 1)[-1]
 
-    # Identity is the definition's name, not the object: memo keys survive re-indexing.
-    def __hash__(self) -> int:
-        if self._hash is None:
-            self._hash = hash((self.module.path, self.qualname))
-        return self._hash
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, FunctionInfo) and (self.module.path, self.qualname) == (
-            other.module.path, other.qualname)
 
 
 @dataclass(eq=False)
@@ -89,18 +81,9 @@ class ClassInfo:
     bases: list[str] = field(default_factory=list)  # resolved dotted names, or local names
     methods: dict[str, FunctionInfo] = field(default_factory=dict)
     _is_module: bool | None = None
-    _hash: int | None = None
-    attributes: tuple | None = None  # (epoch, types of self.<name>, __init__s read): attributes.py
+    attributes: tuple | None = None  # (epoch, generation, types of self.<name>, __init__s read): attributes.py
     # A lazily indexed class: one block per def member of its outline, in order.
     member_blocks: list[Block] = field(default_factory=list)
-
-    def __hash__(self) -> int:
-        if self._hash is None:
-            self._hash = hash((self.module.path, self.name))
-        return self._hash
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, ClassInfo) and (self.module.path, self.name) == (other.module.path, other.name)
 
     def lookup_method(self, name: str, seen=None) -> FunctionInfo | None:
         if name in self.methods:
