@@ -90,9 +90,11 @@ def programs(draw):
                 v = fresh()
                 lines.append(f"{pad}{v} = {pick()}")
                 tensors.append(v)
-            elif kind == "rebind":  # a statement that runs in Python rebinds a name (aliases keep the old value)
-                target = pick()
+            elif kind == "rebind":  # a statement that runs in Python rebinds a name; an alias keeps the old value
+                target, v = pick(), fresh()
+                lines.append(f"{pad}{v} = {target}")
                 lines.append(f"{pad}{target} = {target} + float({pick()}.sum())")
+                tensors.append(v)
             elif kind == "while":
                 target = pick()
                 lines.append(f"{pad}c = 0")
