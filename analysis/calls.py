@@ -39,6 +39,8 @@ RETURN_TYPE_FIELDS = {
                      "LU", "eigenvalues", "eigenvectors", "hist", "bin_edges", "solution"), K.T_TENSOR),
     **dict.fromkeys(("indices", "exponent", "pivots"), K.T_INT_TENSOR),
 }
+VALUES_INDICES_OPS = {"topk", "sort", "max", "min", "median", "nanmedian", "mode", "kthvalue", "cummax", "cummin"}
+VALUES_INDICES = Ty(K.SEQ, ref=K.T_TENSOR, items=(K.T_TENSOR, K.T_INT_TENSOR))
 # Recurrent modules Dynamo refuses to wrap (allow_rnn=False); the cells trace fine.
 RNN_MODULES = {"torch.nn.RNN", "torch.nn.GRU", "torch.nn.LSTM"}
 # Methods that tensors (and NumPy arrays, which Dynamo traces as tensors) have, but no builtin
@@ -334,7 +336,7 @@ def tensor_method(walker, node: ast.Call, name: str, receiver: Ty, args: list[Ty
         return K.T_SHAPE_INT if (args or kwargs) else K.T_SHAPE
     has_dim = bool(args) or "dim" in kwargs or "axis" in kwargs
     if name in K.SEQUENCE_METHODS or (name in K.DIM_TUPLE_METHODS and has_dim and name not in ("amax", "amin")):
-        return K.T_TENSOR_SEQ
+        return _tensor_tuple(name)
     boolean = name in K.BOOL_RESULT or (name in K.LAYOUT_PRESERVING and receiver.boolean)
     integer = name in K.INT_RESULT or (name in K.LAYOUT_PRESERVING and receiver.integer)
     if name == "to" and args and args[0].kind == K.DTYPE:
@@ -508,7 +510,7 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
             return K.T_TENSOR
         has_dim = len(args) > 1 or "dim" in kwargs
         if name in K.TORCH_SEQUENCE_FUNCS or (name in K.DIM_TUPLE_METHODS and has_dim):
-            return K.T_TENSOR_SEQ
+            return _tensor_tuple(name)
         boolean = name in K.BOOL_RESULT or (name in K.LAYOUT_PRESERVING and first.boolean) or (
             kwargs.get("dtype") is not None and _is_bool_dtype(node))
         integer = name in K.INT_RESULT or name in ("arange",) and all(t.kind == K.INT for t in args)
@@ -525,6 +527,11 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
     if name[:1].isupper():
         return Ty(K.OBJ, ref=dotted)
     return K.T_TENSOR if namespace.startswith(("torch.ops", "torch.distributions")) else K.T_UNKNOWN
+
+
+def _tensor_tuple(name: str) -> Ty:
+    """The tensors a sequence-returning op gives: (values, indices) for the ops that return both."""
+    return VALUES_INDICES if name in VALUES_INDICES_OPS else K.T_TENSOR_SEQ
 
 
 def _classes_from_data(node: ast.Call) -> bool:

@@ -43,13 +43,24 @@ def root_parameters(function: FunctionInfo) -> tuple:
                 _usage_cache.clear()
             used = _usage_cache[key] = _used_as_tensors(node, guessed)
         params = [K.T_TENSOR if name in used else ty for name, ty in zip(names, params)]
-    # A tensor's dtype is unknown at a root, but one named `mask`/`*_mask` is boolean in practice:
-    # `x[train_mask]` selects (a data-dependent size), where an index tensor would gather.
-    return tuple(ty.but(boolean=True) if ty.kind == K.TENSOR and _MASK_NAME.fullmatch(name) else ty
-                 for name, ty in zip(names, params))
+    return tuple(_dtype_from_name(ty, name) for name, ty in zip(names, params))
 
 
+# A tensor's dtype is unknown at a root, but its name often tells: `train_mask` is boolean in
+# practice (`x[train_mask]` selects, a data-dependent size, where an index tensor would gather),
+# `input_ids`/`lengths` integer (`.tolist()` of one reads data Dynamo cannot trace as a float list).
 _MASK_NAME = re.compile(r"(?:\w+_)?masks?")
+_INDEX_NAME = re.compile(r"(?:\w+_)?(?:ids|idx|indices|index|lengths|lens|labels|tokens|positions)")
+
+
+def _dtype_from_name(ty: Ty, name: str) -> Ty:
+    if ty.kind != K.TENSOR:
+        return ty
+    if _MASK_NAME.fullmatch(name):
+        return ty.but(boolean=True)
+    if _INDEX_NAME.fullmatch(name):
+        return ty.but(integer=True)
+    return ty
 
 
 # Between the tokens of `p.mean` or `int(p)`: spaces, line breaks, continuations, brackets, comments.
