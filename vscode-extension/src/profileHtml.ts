@@ -76,12 +76,20 @@ function guards(profile: Profile): string {
     (items ? `<ul class="guards">${items}</ul>` : '<p>None.</p>') + '</section>';
 }
 
+function fallbacks(profile: Profile): string {
+  const items = (profile.fallbacks ?? []).map((item) => `<li>${escapeHtml(item)}</li>`).join('');
+  return items ? `<section><h2>Fallbacks <small>what FuseLens did not compile itself</small></h2><ul>${items}</ul></section>` : '';
+}
+
+function seconds(value: number | null): string | null {
+  return value === null ? null : `${value.toFixed(2)} s`;
+}
+
 function facts(profile: Profile): string {
-  const check = profile.correct
-    ? `<span class="ok">matches eager</span> (max abs error ${profile.maxAbsError.toExponential(1)})`
-    : `<span class="bad">differs from eager</span> (max abs error ${profile.maxAbsError.toExponential(1)})`;
-  const compile = `compiled in ${profile.compileSeconds.fuselens.toFixed(2)} s` +
-    (profile.compileSeconds.torchCompile === null ? '' : ` (torch.compile: ${profile.compileSeconds.torchCompile.toFixed(2)} s)`);
+  const error = profile.maxAbsError === null ? '' : ` (max abs error ${profile.maxAbsError.toExponential(1)})`;
+  const check = profile.correct ? `<span class="ok">matches eager</span>${error}` : `<span class="bad">differs from eager</span>${error}`;
+  const compiled = [seconds(profile.compileSeconds.fuselens), seconds(profile.compileSeconds.torchCompile)];
+  const compile = (compiled[0] ? `compiled in ${compiled[0]}` : 'not compiled') + (compiled[1] ? ` (torch.compile: ${compiled[1]})` : '');
   return `<p class="facts">${profile.device.toUpperCase()} · ${profile.backend === 'cpp' ? 'C++/OpenMP' : 'Triton'} · ` +
     `torch ${escapeHtml(profile.torchVersion)} · ${profile.ops} ops in ${profile.regions} region(s) · ${compile} · ${check}</p>`;
 }
@@ -126,6 +134,6 @@ export function renderProfileHtml(profile: Profile, nonce: string, cspSource: st
 <style nonce="${nonce}">${STYLE}</style><title>FuseLens profile</title></head><body>
 <h1>FuseLens profile of <code>${escapeHtml(profile.function)}</code></h1>
 <p class="summary">${escapeHtml(profile.summary)}</p>${facts(profile)}
-${bars(profile)}${kernels(profile)}${graphBreaks(profile)}${guards(profile)}
+${bars(profile)}${kernels(profile)}${fallbacks(profile)}${graphBreaks(profile)}${guards(profile)}
 <script nonce="${nonce}">${SCRIPT}</script></body></html>`;
 }

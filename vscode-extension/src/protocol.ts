@@ -45,13 +45,17 @@ export interface Profile {
   regions: number;
   graphBreaks: GraphBreak[];
   guards: string[];
-  timings: { eagerMs: number; torchCompileMs: number | null; fuselensMs: number; repeats: number };
-  speedup: { vsEager: number; vsTorchCompile: number | null };
-  compileSeconds: { fuselens: number; torchCompile: number | null };
+  // A variant that could not be timed (or compiled) is null.
+  timings: { eagerMs: number | null; torchCompileMs: number | null; fuselensMs: number | null; repeats: number };
+  speedup: { vsEager: number | null; vsTorchCompile: number | null };
+  compileSeconds: { fuselens: number | null; torchCompile: number | null };
   correct: boolean;
-  maxAbsError: number;
+  /** null when the outputs hold no tensors to compare. */
+  maxAbsError: number | null;
   kernels: Kernel[];
   transformedProgram: string;
+  /** Where FuseLens fell back to Python or torch.compile, in words (newer servers). */
+  fallbacks?: string[];
 }
 
 export interface TransformedProgram {
