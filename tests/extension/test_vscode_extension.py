@@ -133,7 +133,8 @@ def test_extension_in_vscode(extension_results, suite, title):
     assert run is not None, f"the {suite} suite did not run:\n{output[-4000:]}"
     assert "error" not in run, f"the {suite} suite could not run: {run['error']}"
     entry = next((test for test in run["tests"] if test["title"] == title), None)
-    assert entry is not None, f"{title!r} did not run in the {suite} suite (exit code {run['exitCode']})\n{output[-4000:]}"
+    assert entry is not None, (f"{title!r} did not run in the {suite} suite (exit code {run['exitCode']})\n{output[-4000:]}"
+                               f"\n--- code-server log ---\n{run.get('codeServerLog', '')}")
     assert entry["state"] == "passed", _explain(entry, output)
 
 
