@@ -18,6 +18,7 @@ import torch
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import _disable_current_modes
 
+from . import debug
 from .ir import BufRef, Node, prod, walk
 
 POOL_MIN_BYTES = 1 << 18  # outputs at least this big are recycled once the caller drops them
@@ -159,7 +160,7 @@ class Runner:
                 body.append(f"s{s} = empty_strided({buf.shape!r}, {buf.strides!r}, dtype={em.const(buf.dtype, 'D')})")
             else:
                 body.append(f"s{s} = {em.const(t, 'A')}")
-        timed = []
+        allocated: set = set()
         for entry in self._plan:
             if entry[0] == "extern":
                 node = entry[1]
@@ -178,7 +179,9 @@ class Runner:
                 units = [(node.name, lines)]
             else:
                 _, si, kernels = entry
-                for b in dict.fromkeys(b for b in self._seg_units[si].params if b in self._allocated):
+                fresh = [b for b in self._seg_units[si].params if b in self._allocated and b not in allocated]
+                allocated.update(fresh)  # a later segment may read it: allocate once, where it is written
+                for b in fresh:
                     buf = bufs[b]
                     if buf.shape and buf.dtype.itemsize * max(1, prod(buf.shape)) >= POOL_MIN_BYTES:
                         pool = self.pools.setdefault(b, OutputPool(buf.shape, buf.strides, buf.dtype))
@@ -193,7 +196,6 @@ class Runner:
                     units[-1][1].append("if take_error(): return fallback(*args)")
             for name, lines in units:
                 if mode == "profile":
-                    timed.append(name)
                     body.append("t0 = clock()")
                     body.extend(lines)
                     body.append(f"sync(); T.append(({name!r}, clock() - t0))")
@@ -210,6 +212,8 @@ class Runner:
         if self._checks:
             src += f"    args = ({', '.join(self._inputs)}{',' if len(self._inputs) == 1 else ''})\n"
         src += "".join(f"    {line}\n" for line in body)
+        if mode == "shared":
+            debug.log(4, "runner:\n" + src)
         return _compile(src, "run", g)
 
     # ---- profiling -------------------------------------------------------------------------------

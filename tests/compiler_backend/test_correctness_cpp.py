@@ -193,3 +193,12 @@ def test_split_pieces_viewed_and_transposed():
     x = torch.randn(2, 5, 96)
     check(lambda x: [t.view(2, 5, 4, 8).transpose(1, 2) * 1 for t in x.split(32, -1)], x)
     check(lambda x: [t.reshape(2, 12, 8).sum(-1) for t in x.unbind(1)] + [x.chunk(3, -1)[2] + 1], x)
+
+
+def test_output_written_by_one_segment_and_read_after_an_extern():
+    """A graph output that a later kernel segment (after a torch call) reads again keeps its values."""
+    def fn(x):
+        m = x.amax(-1, keepdim=True)
+        c = torch.cumsum(x, -1)  # an extern between the two kernels
+        return m, (c - m).sum(-1)
+    check(fn, X)
