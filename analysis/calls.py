@@ -9,7 +9,7 @@ import ast
 
 from . import kinds as K
 from .fixes import fix_for
-from .index import COMPILE, EXTERNAL_PREFIXES, ClassInfo, FunctionInfo
+from .index import EXTERNAL_PREFIXES, ClassInfo, FunctionInfo
 from .kinds import Ty
 
 LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log", "fatal"}
@@ -41,6 +41,8 @@ RETURN_TYPE_FIELDS = {
 }
 VALUES_INDICES_OPS = {"topk", "sort", "max", "min", "median", "nanmedian", "mode", "kthvalue", "cummax", "cummin"}
 VALUES_INDICES = Ty(K.SEQ, ref=K.T_TENSOR, items=(K.T_TENSOR, K.T_INT_TENSOR))
+# Methods that change a list or dict in place (tensors have none of them).
+CONTAINER_MUTATORS = {"append", "extend", "insert", "update", "setdefault", "pop", "popitem", "clear", "remove"}
 # Recurrent modules Dynamo refuses to wrap (allow_rnn=False); the cells trace fine.
 RNN_MODULES = {"torch.nn.RNN", "torch.nn.GRU", "torch.nn.LSTM"}
 # Methods that tensors (and NumPy arrays, which Dynamo traces as tensors) have, but no builtin
@@ -92,6 +94,8 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
 
     receiver = walker.expr(func.value) if isinstance(func, ast.Attribute) else None
     if receiver is not None:
+        if func.attr in CONTAINER_MUTATORS:
+            walker.report_state_change(func.value, node)
         if receiver.kind == K.OBJ and isinstance(receiver.ref, ClassInfo):
             method = receiver.ref.lookup_method(func.attr)
             if method is not None:
@@ -377,9 +381,7 @@ def module_call(walker, node: ast.Call, module: Ty, args: list[Ty], kwargs: dict
         return K.T_UNKNOWN
     if cls in RNN_MODULES:
         walker.report("FL123", node, f"`{cls}` is not traced by Dynamo (allow_rnn=False)")
-        # Measured: nothing after it in the frame is traced; its callers resume after the call.
-        if walker.mode == COMPILE and not walker.dead and not walker.quiet:
-            walker.die(node, f"`{cls.rsplit('.', 1)[1]}` is not traced")
+        walker.skip_frame(node, f"`{cls.rsplit('.', 1)[1]}` is not traced")
         return K.T_TENSOR_SEQ
     return K.T_TENSOR
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from . import kinds as K
 from .findings import Span
-from .calls import RANDOM_VALUE, RETURN_TYPE_FIELDS, evaluate_call
+from .calls import CONTAINER_MUTATORS, RANDOM_VALUE, RETURN_TYPE_FIELDS, evaluate_call
 from .fixes import fix_for
 from .index import COMPILE, EXPORT, TRACE, ClassInfo, FunctionInfo
 from .kinds import Ty
@@ -24,6 +24,10 @@ MAX_DEPTH = 12
 CLOSURE = "<closure>"  # marks the closure entry appended to a nested function's parameters
 COMPILING_CHECKS = {"torch.compiler.is_compiling", "torch.compiler.is_dynamo_compiling",
                     "torch._dynamo.is_compiling", "torch._utils.is_compiling"}
+
+# The annotations that make `p[k] = v` a container store rather than a tensor write.
+CONTAINER_ANNOTATIONS = {"dict", "list", "Dict", "List", "MutableMapping", "MutableSequence", "OrderedDict",
+                         "defaultdict"}
 
 # Graph-break rule → what the same construct means under torch.jit.trace / torch.export.
 TRACE_EQUIVALENT = {"FL101": "FL201", "FL102": "FL202", "FL103": "FL202", "FL104": "FL202",
@@ -74,6 +78,8 @@ class FunctionWalker:
         self._lines: list[str] | None = None
         self.position: list[tuple[list, int]] = []  # (statement list, index) from the body inwards
         self.item_next_to_tensor: set[int] = set()  # `.item()` calls whose other operand is a tensor
+        self.changed_state: set[str] = set()  # lists/dicts outliving the call that this walk changed
+        self.lazy_attributes: set[str] = set()  # `self.<name>` tested `is None` by an enclosing `if`
         node = function.node
         if params and not isinstance(params[-1], Ty):  # (CLOSURE, (name, type)...) of a nested function
             self.env.update(dict(params[-1][1:]))
@@ -126,11 +132,78 @@ class FunctionWalker:
         self.result.findings.append(("FL150", span, f"{cause}: Dynamo skips the rest "
                                                     f"of `{self.function.qualname}` (it runs eagerly)", None))
 
+    def skip_frame(self, node: ast.AST, cause: str) -> None:
+        """After a break Dynamo cannot resume from (measured on 2.13: at an RNN module, an
+        unsupported context manager, arithmetic on a random.* value), it runs the rest of the
+        frame eagerly; its callers resume after the call."""
+        if self.mode == COMPILE and not self.dead and not self.quiet:
+            self.die(node, cause)
+
     def frame_breaks(self) -> None:
         """A graph break at the current position of this frame (here or in an inlined callee)."""
         self.result.breaks = True
         if self.unresumable_depth:
             self.dead_after_this = True
+
+    def mutated_arguments(self) -> list[tuple]:
+        """FL302 findings for a compile root that changes a dict or list it was passed: Dynamo
+        guards on the container's contents where the code first reads it, and the change makes
+        that guard fail on the next call with the same container (measured on 2.13: `d[k] = v`,
+        `if k not in d: d[k] = ...`, `d[k] = d.get(k, 0) + 1`, `l.append(v)`). Not part of a
+        memoised walk: whether the function is the root is not in the memo key."""
+        node = self.function.node
+        annotations = {arg.arg: arg.annotation for arg in [*node.args.posonlyargs, *node.args.args,
+                                                           *node.args.kwonlyargs]}
+        params = set(annotations) - {"self", "cls"}
+        first_use: dict[str, ast.Name] = {}
+        rebound, mutated = set(), set()
+        for child in (child for statement in node.body for child in ast.walk(statement)):
+            if isinstance(child, ast.Name) and child.id in params:
+                if not isinstance(child.ctx, ast.Load):
+                    rebound.add(child.id)
+                elif child.id not in first_use or _before(child, first_use[child.id]):
+                    first_use[child.id] = child
+            elif isinstance(child, ast.Subscript) and not isinstance(child.ctx, ast.Load) \
+                    and isinstance(child.value, ast.Name) and child.value.id in params:
+                key = child.slice
+                if isinstance(key, ast.Constant) and isinstance(key.value, str) \
+                        or self._container_annotation(annotations[child.value.id]):
+                    mutated.add(child.value.id)
+            elif isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute) \
+                    and child.func.attr in CONTAINER_MUTATORS and isinstance(child.func.value, ast.Name) \
+                    and child.func.value.id in params:
+                mutated.add(child.func.value.id)
+        return [("FL302", self.relative_span(first_use[name]),
+                 f"`{name}` is a dict or list argument the compiled code changes: Dynamo guards on its "
+                 f"contents and recompiles on the next call with it", None) for name in sorted(mutated - rebound)]
+
+    def report_state_change(self, container: ast.expr, node: ast.AST) -> None:
+        """FL302 where code first changes a list or dict that outlives the call (`self.history`,
+        a module-level dict): Dynamo guards on its contents, which the change makes fail on the
+        next call (measured on 2.13: append, `d[k] = v`, on module attributes and globals)."""
+        if isinstance(container, ast.Attribute) and isinstance(container.value, ast.Name) \
+                and container.value.id == "self":
+            owner = self.expr(container.value)
+            if owner.kind != K.MODULE or self.module_attribute(owner, container.attr).kind not in (K.SEQ, K.DICT):
+                return
+            where = f"`self.{container.attr}`"
+        elif isinstance(container, ast.Name) and container.id not in self.env and container.id not in self.local_imports:
+            value = self.module.globals.get(container.id)
+            if not (isinstance(value, (ast.List, ast.Dict)) or isinstance(value, ast.Call) and self.dotted(value.func) in (
+                    "list", "dict", "collections.defaultdict", "collections.OrderedDict", "collections.deque")):
+                return
+            where = f"Global `{container.id}`"
+        else:
+            return
+        if where not in self.changed_state:  # the guard that fails is the first change's
+            self.changed_state.add(where)
+            self.report("FL302", node, f"{where} changes on every call; Dynamo guards on its contents and recompiles")
+
+    def _container_annotation(self, annotation: ast.expr | None) -> bool:
+        if isinstance(annotation, ast.Subscript):
+            annotation = annotation.value
+        name = self.module.dotted(annotation) if annotation is not None else None
+        return name is not None and name.rsplit(".", 1)[-1] in CONTAINER_ANNOTATIONS
 
     def relative_span(self, node: ast.AST) -> Span:
         line = node.lineno
@@ -257,14 +330,19 @@ class FunctionWalker:
                 self.report("FL140", statement, "Setting `requires_grad` inside compiled code")
             if owner.kind == K.LOGGER:
                 self.report("FL111", statement, "Setting an attribute of a logging.Logger is not traceable")
-            if (owner.kind == K.MODULE and isinstance(target.value, ast.Name) and target.value.id == "self"
-                    and value.kind in (K.INT, K.NUM, K.BOOL, K.DATA)
-                    and isinstance(statement, ast.AugAssign)):
+            on_self = owner.kind == K.MODULE and isinstance(target.value, ast.Name) and target.value.id == "self"
+            # `self.calls += 1` / `self.calls = self.calls + 1`: a counter the compiled code reads and writes.
+            if on_self and value.kind in (K.INT, K.NUM, K.BOOL, K.DATA) and (isinstance(statement, ast.AugAssign) or (
+                    isinstance(statement, ast.Assign) and _reads_self_attribute(statement.value, target.attr))):
                 self.report("FL302", statement, f"`self.{target.attr}` is a Python value updated on every call; "
                                                 f"Dynamo guards on it and recompiles")
+            elif on_self and target.attr in self.lazy_attributes:
+                self.report("FL302", statement, f"`self.{target.attr}` is set on the first call: Dynamo guarded on "
+                                                f"it being None and recompiles")
         elif isinstance(target, ast.Subscript):
             container = self.expr(target.value)
             self.expr(target.slice)
+            self.report_state_change(target.value, statement)
             if container.kind == K.DICT and isinstance(target.value, ast.Name):  # `d[k] = v`: d's values
                 values = value if container.ref is None else K.join(container.ref, value)
                 self.env[target.value.id] = Ty(K.DICT, ref=values)
@@ -280,7 +358,13 @@ class FunctionWalker:
             return
         self.test(node.test, node)
         before = dict(self.env)
-        self.block(node.body)
+        lazy = _none_tested_attribute(node.test)  # `if self.weight is None: self.weight = ...`
+        if lazy is not None:
+            self.lazy_attributes.add(lazy)
+        try:
+            self.block(node.body)
+        finally:
+            self.lazy_attributes.discard(lazy)
         after_body = self.env
         self.env = dict(before)
         self.block(node.orelse)
@@ -313,6 +397,7 @@ class FunctionWalker:
             context = self.expr(item.context_expr)
             if context.kind == K.OBJ and isinstance(context.ref, str) and context.ref.startswith("threading."):
                 self.report("FL115", item.context_expr, f"`with` on a {context.ref} inside compiled code")
+                self.skip_frame(item.context_expr, "Unsupported context manager")
             if item.optional_vars is not None:
                 self.assign(item.optional_vars, K.T_OBJ if context.kind != K.TENSOR else context, node)
         self.block(node.body)
@@ -644,9 +729,7 @@ class FunctionWalker:
         op = node.op
         if RANDOM_VALUE in (left.ref, right.ref) and {left.kind, right.kind} & {K.INT, K.NUM, K.BOOL, K.DATA}:
             self.report("FL124", node, "Python arithmetic on a random.* value, which Dynamo made a graph input")
-            # Measured: Dynamo cannot resume after this break (it is no call): it skips the frame.
-            if self.mode == COMPILE and not self.dead and not self.quiet:
-                self.die(node, "Arithmetic on a random.* value")
+            self.skip_frame(node, "Arithmetic on a random.* value")
             return K.T_NUM  # computed by Python after the break
         if left.kind == K.TENSOR or right.kind == K.TENSOR:
             tensor = left if left.kind == K.TENSOR else right
@@ -806,6 +889,25 @@ def _handlers(cls, prefix: str) -> dict:
 
 FunctionWalker._statements, FunctionWalker._expressions = _handlers(FunctionWalker, "stmt_"), \
     _handlers(FunctionWalker, "expr_")
+
+
+def _reads_self_attribute(node: ast.expr, attr: str) -> bool:
+    return any(isinstance(child, ast.Attribute) and child.attr == attr and isinstance(child.value, ast.Name)
+               and child.value.id == "self" for child in ast.walk(node))
+
+
+def _none_tested_attribute(test: ast.expr) -> str | None:
+    """`self.X is None` → "X"."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is) \
+            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None \
+            and isinstance(test.left, ast.Attribute) and isinstance(test.left.value, ast.Name) \
+            and test.left.value.id == "self":
+        return test.left.attr
+    return None
+
+
+def _before(a: ast.AST, b: ast.AST) -> bool:
+    return (a.lineno, a.col_offset) < (b.lineno, b.col_offset)
 
 
 def _is_item_call(node: ast.expr) -> bool:

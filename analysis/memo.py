@@ -19,7 +19,7 @@ from . import kinds as K
 from .attributes import class_attributes
 from .checker import MAX_DEPTH, FunctionWalker
 from .findings import CallSite, Finding, Fix, Span
-from .index import SCRIPT, ClassInfo, FunctionInfo
+from .index import COMPILE, SCRIPT, ClassInfo, FunctionInfo
 from .params import root_parameters
 
 _UNKNOWN = (K.T_UNKNOWN, False)
@@ -52,6 +52,9 @@ class Analysis:
         self.deps: dict[int, tuple] = {id(function): (function, function.block)}
         if mode != SCRIPT and function.node is not None:
             self.evaluate(function, mode, root_parameters(function), (), 0)
+            if mode == COMPILE:
+                walker = FunctionWalker(self, function, mode, (), (), 0)
+                self.findings.extend((function, (), *finding) for finding in walker.mutated_arguments())
         return RootResult(self.epoch, self.findings, list(self.deps.values()))
 
     def class_attributes(self, cls: ClassInfo):

@@ -228,7 +228,9 @@ _RULES = [
     Rule("FL302", "mutated-state", RECOMPILE,
          "Compiled code mutates module or global state",
          "Dynamo replays the mutation but guards on the old value, so each call that sees a new "
-         "value recompiles (up to the recompile limit, then falls back to eager).",
+         "value recompiles (up to the recompile limit, then falls back to eager). The same holds "
+         "for a dict or list the compiled function is passed and changes: it guards on the "
+         "contents where it first reads them.",
          "Keep counters in tensors (`self.steps += 1` on a buffer) or outside the compiled code.",
          "GB0039", "Dynamo recompile limit exceeded"),
 ]
