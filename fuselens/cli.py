@@ -36,12 +36,16 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--statistics", action="store_true", help="print the analysis time to stderr")
     rules = commands.add_parser("rules", help="list the rules")
     rules.add_argument("--markdown", action="store_true", help="print docs/rules.md")
-    serve = commands.add_parser("serve", help="run the language server (stdio)")
-    serve.add_argument("serve_args", nargs=argparse.REMAINDER)
+    commands.add_parser("serve", help="run the language server (stdio; `fuselens serve --help`)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["serve"]:  # the server parses its own options (a REMAINDER sub-parser rejects `--stdio`)
+        from fuselens.server.cli import main as serve_main
+
+        return serve_main(argv[1:])
     args = build_parser().parse_args(argv)
     if args.command == "rules" and args.markdown:
         print(rules_markdown(), end="")
@@ -51,10 +55,6 @@ def main(argv: list[str] | None = None) -> int:
             gb = f" ({rule.gb_id})" if rule.gb_id else ""
             print(f"{rule.code}  {rule.category:<12} {rule.name:<24} {rule.summary}{gb}")
         return EXIT_CLEAN
-    if args.command == "serve":
-        from fuselens.server.cli import main as serve_main
-
-        return serve_main(args.serve_args)
     return check(args)
 
 
