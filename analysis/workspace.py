@@ -3,10 +3,18 @@
 A Workspace keeps the parsed blocks, module indexes and memoised function walks between
 calls, so a language server re-analysing a file after a keystroke only redoes what the
 edit touched. Files are read lazily: only those a compile root reaches through imports.
+analyze_source keeps one Workspace per folder for the same reason (the language server
+calls it on every keystroke), re-reading the other files as a new one would.
+
+In a long-running process, call gc.freeze() once start-up is done: the objects alive then
+(imported modules, the server's own) are never traversed again by full collections, which
+an analysis's allocations would otherwise trigger now and then.
 """
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from pathlib import Path
 
 from .config import Config
@@ -130,23 +138,35 @@ class Workspace:
         return part
 
     def _module_file(self, dotted: str, near: str) -> str | None:
-        near_folder = os.path.dirname(near)
-        key = (dotted, near_folder)
+        key = (dotted, os.path.dirname(near))
         if key not in self._module_files:
-            # Cached for the workspace's life (a new file appears on the next Workspace); most
-            # lookups are of torch/numpy names, which must not cost a stat() each time.
-            found = None
-            relative = os.path.join(*dotted.split("."))
-            for folder in [*map(str, self.roots), near_folder or "."]:
-                for candidate in (os.path.join(folder, relative + ".py"),
-                                  os.path.join(folder, relative, "__init__.py")):
-                    if os.path.isfile(candidate):
-                        found = self._aliases.get(os.path.realpath(candidate), candidate)
-                        break
-                if found:
-                    break
-            self._module_files[key] = found
+            # Cached for the workspace's life (a new file appears on the next Workspace, or
+            # after forget_disk); most lookups are of names that are no file at all.
+            self._module_files[key] = self._find_module_file(*key)
         return self._module_files[key]
+
+    def _find_module_file(self, dotted: str, near_folder: str) -> str | None:
+        relative = os.path.join(*dotted.split("."))
+        for folder in [*map(str, self.roots), near_folder or "."]:
+            for candidate in (os.path.join(folder, relative + ".py"), os.path.join(folder, relative, "__init__.py")):
+                if os.path.isfile(candidate):
+                    return self._aliases.get(os.path.realpath(candidate), candidate)
+        return None
+
+    def forget_disk(self, keep: str) -> None:
+        """Forget what this Workspace knows of files other than `keep` (texts set for them,
+        what is on disk, which files exist), as a new Workspace would: they are read again,
+        and only an index whose text changed is rebuilt."""
+        for path in [path for path in self._texts if path != keep]:
+            self.forget_text(path)
+            if not os.path.isfile(path):  # a text with no file ("<stdin>"): nothing can import it
+                self._indexes.pop(path, None)
+                self._results = {key: result for key, result in self._results.items() if key[1] != path}
+        self._stale.update(path for path in self._indexes if path != keep)
+        found = {key: self._find_module_file(*key) for key in self._module_files}
+        if found != self._module_files or self._unreadable:  # a file appeared, vanished or became readable
+            self._module_files, self._unreadable = found, {}
+            self._new_epoch()
 
     def resolve_symbol(self, dotted: str, origin: ModuleIndex, depth: int = 0):
         """`pkg.layers.Block` → the ClassInfo/FunctionInfo it names, if it is in the workspace."""
@@ -293,11 +313,28 @@ def iter_python_files(paths, exclude=()):
                         yield full
 
 
+SHARED_WORKSPACES = 4
+_shared: OrderedDict[tuple, tuple[Workspace, threading.Lock]] = OrderedDict()
+_shared_lock = threading.Lock()
+
+
 def analyze_source(text: str, path: str = "<unknown>", config: Config | None = None) -> Report:
-    """Analyses one file's text. Imports resolve against the file's folder when it exists."""
+    """Analyses one file's text. Imports resolve against the file's folder when it exists;
+    other files are read from disk. The result is a new Workspace's, but successive calls
+    for files of one folder reuse one Workspace (the most recent few are kept), so that
+    re-analysing after an edit redoes only what it touched."""
     folder = Path(path).parent if path and not path.startswith("<") else None
-    workspace = Workspace([folder] if folder and folder.is_dir() else [], config)
-    return workspace.analyze_file(path, text)
+    root = folder if folder and folder.is_dir() else None
+    key = (str(root) if root else None, config or Config())
+    with _shared_lock:
+        entry = _shared.pop(key, None) or (Workspace([root] if root else [], config), threading.Lock())
+        _shared[key] = entry
+        while len(_shared) > SHARED_WORKSPACES:
+            _shared.popitem(last=False)
+    workspace, lock = entry
+    with lock:
+        workspace.forget_disk(keep=str(path))
+        return workspace.analyze_file(path, text)
 
 
 def analyze_paths(paths, config: Config | None = None) -> list[Report]:

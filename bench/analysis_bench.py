@@ -33,7 +33,7 @@ import sys
 import time
 
 import fuselens.analysis as analysis_package
-from fuselens.analysis import Workspace, analyze_source
+from fuselens.analysis import Workspace
 
 PATH = "<bench>/model.py"  # not on disk: nothing else is read
 TARGET_FULL_MS, TARGET_INCREMENTAL_MS = 30.0, 5.0
@@ -409,7 +409,7 @@ def check_incremental_is_exact(text: str, edits: int = 20, seed: int = 11) -> No
         lines[site] = one_line_edit(lines[site], rng)
         edited = "".join(lines)
         key = lambda report: sorted((f.code, f.span.line, f.span.column, f.message) for f in report.findings)  # noqa: E731
-        if key(workspace.analyze_file(PATH, edited)) != key(analyze_source(edited, PATH)):
+        if key(workspace.analyze_file(PATH, edited)) != key(Workspace().analyze_file(PATH, edited)):
             raise SystemExit(f"incremental result differs from a fresh analysis after editing line {site + 1}")
 
 

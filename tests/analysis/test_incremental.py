@@ -69,7 +69,7 @@ class Session:
 
     def analyse(self, text: str):
         report = self.workspace.analyze_file(PATH, text)
-        fresh = analyze_source(text, PATH)
+        fresh = Workspace().analyze_file(PATH, text)
         assert key(report) == key(fresh), "incremental result differs from a fresh one"
         assert problems(report) == problems(fresh), "incremental problems differ from a fresh analysis's"
         self.text, self.report = text, report
@@ -246,3 +246,26 @@ def test_problems_depend_only_on_the_text():
     first = [p.message for p in analyze_source(text, PATH).problems]
     assert first and "expected an indented block" in first[0]
     assert [p.message for p in analyze_source(text, PATH).problems] == first
+
+
+def test_analyze_source_reuses_a_workspace_but_reads_other_files_again(tmp_path):
+    """analyze_source (what the language server calls per keystroke) keeps a Workspace per
+    folder, yet gives what a new one gives: other files as they are on disk now."""
+    main, helpers = tmp_path / "main.py", tmp_path / "helpers.py"
+    text = ("import torch\nfrom helpers import act\nfrom extra import more\n\n\n@torch.compile\ndef run(x):\n"
+            "    if act(x) > 0:\n        x = -x\n    if more(x) > 0:\n        x = x * 2\n    return x\n")
+
+    def lines():
+        report = analyze_source(text, str(main))
+        assert key(report) == key(Workspace([tmp_path]).analyze_file(str(main), text))
+        return [finding.span.line for finding in report.findings]
+
+    helpers.write_text("def act(x):\n    return x.sum()\n")
+    assert lines() == [8]  # act returns a tensor; `more` resolves to nothing
+    helpers.write_text("def act(x):\n    return 1\n")
+    assert lines() == []
+    (tmp_path / "extra.py").write_text("def more(x):\n    return x.mean()\n")
+    assert lines() == [10]  # a file that appeared
+    # Another file's unsaved text analysed in between is not what main.py sees.
+    analyze_source("def act(x):\n    return x.max()\n", str(helpers))
+    assert lines() == [10]
