@@ -78,6 +78,17 @@ def location(node: torch.fx.Node) -> str:
     return ""
 
 
+def _aliases_input(node) -> bool:
+    """In eager, is this FX value a graph input or a view of one (through ops whose schema says
+    their result aliases their first argument: view, permute, expand, alias, `to` as a no-op...)?"""
+    while isinstance(node, torch.fx.Node) and node.op == "call_function":
+        schema = getattr(node.target, "_schema", None)
+        if schema is None or not schema.returns or schema.returns[0].alias_info is None or not node.args:
+            return False
+        node = node.args[0]
+    return isinstance(node, torch.fx.Node) and node.op == "placeholder"
+
+
 def _is_item_access(target) -> bool:
     """`operator.getitem`, or the capture front end's `_getitem(x, i)` (an item of a multi-output op)."""
     return target is operator.getitem or (
@@ -125,9 +136,10 @@ class Lowering:
             return None
         return BufRef(buf.name, tuple(tv.shape), tuple(strides), offset)
 
-    def realize(self, tv: TV, strides=None) -> BufRef:
-        """Make `tv` addressable memory: reuse a view of an existing buffer or write a new one."""
-        ref = self.view_of_buffer(tv)
+    def realize(self, tv: TV, strides=None, copy=False) -> BufRef:
+        """Make `tv` addressable memory: reuse a view of an existing buffer (unless `copy`) or
+        write a new one."""
+        ref = None if copy else self.view_of_buffer(tv)
         if ref is not None and (strides is None or ref.strides == tuple(strides)):
             return ref
         if tv.dtype not in SUPPORTED_DTYPES:
@@ -167,14 +179,17 @@ class Lowering:
         return Program(self.buffers, self.nodes, inputs, outputs, spec, self.origins)
 
     def realize_output(self, tv: TV, fx_arg) -> BufRef:
-        ref = self.view_of_buffer(tv)
-        if ref is not None:
-            return ref
+        """A view when possible; but an output that is a copy in eager (`x.clone()`) never
+        shares an input's memory, which the caller may then write to."""
         val = fx_arg.meta.get("val") if isinstance(fx_arg, torch.fx.Node) else None
+        ref = self.view_of_buffer(tv)
+        copy = ref is not None and self.buffers[ref.name].kind == "input" and not _aliases_input(fx_arg)
+        if ref is not None and not copy:
+            return ref
         strides = None
         if isinstance(val, torch.Tensor) and is_non_overlapping_and_dense(val):
             strides = tuple(val.stride())
-        return self.realize(tv, strides=strides)
+        return self.realize(tv, strides=strides, copy=copy)
 
     def env_map(self, a):
         return torch.fx.node.map_arg(a, lambda n: self.env[n])

@@ -202,3 +202,14 @@ def test_output_written_by_one_segment_and_read_after_an_extern():
         c = torch.cumsum(x, -1)  # an extern between the two kernels
         return m, (c - m).sum(-1)
     check(fn, X)
+
+
+def test_copies_of_inputs_do_not_alias_them_but_views_do():
+    from fl_helpers import aten_graph
+    from fuselens.compiler.backend import compile_graph
+    x = torch.randn(4, 6)
+    clone = compile_graph(aten_graph(lambda x: (x.clone(), x.contiguous().t().clone()), x), [x])(x)
+    assert all(c.untyped_storage().data_ptr() != x.untyped_storage().data_ptr() for c in clone)
+    torch.testing.assert_close(clone[0], x)
+    (view,) = compile_graph(aten_graph(lambda x: (x.view(-1),), x), [x])(x)
+    assert view.data_ptr() == x.data_ptr()
