@@ -424,15 +424,16 @@ def _find_root_calls(index: ModuleIndex, block: Block, statement: ast.stmt) -> N
     `g = torch.compiler.disable(f)` anywhere in the block."""
     # Instances bound in the same scope: `model = Net(); opt = torch.compile(model)`.
     instances: dict[str, str] = {}
+    calls = []  # one walk: big functions mention `compile(` too (torch/_dynamo/convert_frame.py)
     for node in ast.walk(statement):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and len(node.targets) == 1 \
+        if isinstance(node, ast.Call):
+            calls.append(node)
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and len(node.targets) == 1 \
                 and isinstance(node.targets[0], ast.Name):
             callee = index.dotted(node.value.func)
             if callee and (callee in index.classes or index.resolve_class(callee)):
                 instances[node.targets[0].id] = callee
-    for node in ast.walk(statement):
-        if not isinstance(node, ast.Call):
-            continue
+    for node in calls:
         callee = index.dotted(node.func)
         if callee in DISABLE_CALLS and node.args:
             disabled = index.dotted(node.args[0])
