@@ -637,7 +637,9 @@ class FunctionWalker:
         if container.kind == K.SHAPE:
             if index.is_tensor:
                 self.report("FL102", node, "Python sequence indexed with a tensor: Dynamo reads its value")
-            return K.T_SHAPE if isinstance(node.slice, ast.Slice) else K.T_SHAPE_INT
+            if isinstance(node.slice, ast.Slice):
+                return container
+            return K.T_SHAPE_INT if container.shape_derived else K.T_INT
         if container.kind == K.SEQ:
             if container.items is not None and isinstance(node.slice, ast.Constant) \
                     and isinstance(node.slice.value, int) and -len(container.items) <= node.slice.value \
@@ -842,8 +844,8 @@ class FunctionWalker:
         if iterable.kind == K.TENSOR:
             # Iterating an index tensor (argmax(-1), nonzero...) yields indices, in practice 0-d.
             return K.T_TENSOR.but(boolean=iterable.boolean, integer=iterable.integer, zero_dim=iterable.integer)
-        if iterable.kind == K.SHAPE:
-            return K.T_SHAPE_INT
+        if iterable.kind == K.SHAPE:  # a tuple of Python ints is one too: its items are not sizes
+            return K.T_SHAPE_INT if iterable.shape_derived else K.T_INT
         if iterable.kind == K.MODULE and iterable.ref == "torch.nn.ModuleList":
             return Ty(K.MODULE)
         return K.T_UNKNOWN
