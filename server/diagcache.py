@@ -3,8 +3,10 @@
 After an edit most findings are the same objects' equals (the analyzer re-walks only what the edit
 touched), so their conversion to LSP and their JSON are reused: per analysis only new findings are
 converted, and publishDiagnostics is written as the join of cached JSON texts instead of being
-re-serialized through pygls' converter each time. Only `data.version` changes; the cached JSON is
-split around it. Findings on non-ASCII lines are converted afresh (their columns depend on the text).
+re-serialized through pygls' converter each time. Only `data.version` changes: the cached JSON is
+split around it, and the kept `Diagnostic` objects carry no version (the document state's
+`analyzed_version` is theirs). Findings on non-ASCII lines are converted afresh (their columns depend on
+the text).
 """
 from __future__ import annotations
 
@@ -32,7 +34,8 @@ class Converted:
         self.entries: dict = {}  # Finding -> (Diagnostic, JSON before the version, JSON after it)
 
     def convert(self, report, positions, *, uri: str, path: str, version, overrides: dict) -> tuple[list, list]:
-        """(diagnostics, their JSON texts) for the report's findings and problems."""
+        """(diagnostics without `data.version`, their JSON texts with it) for the report's findings and
+        problems."""
         context = (uri, path, positions.encoding, tuple(sorted(overrides.items())))
         if context != self.context:
             self.context, self.entries = context, {}
@@ -46,17 +49,16 @@ class Converted:
                 diagnostic = convert.finding_to_diagnostic(finding, positions, document_uri=uri, document_path=path,
                                                            version=_SENTINEL, severity_overrides=overrides)
                 before, mark, after = to_json(diagnostic).rpartition(_MARK)
-                entry = (diagnostic, before + '"version": ', after) if mark else None
-                if entry is None:  # cannot happen with the data convert writes; stay correct anyway
-                    fresh = attrs.evolve(diagnostic, data={**diagnostic.data, "version": version})
-                    diagnostics.append(fresh)
-                    texts.append(to_json(fresh))
+                del diagnostic.data["version"]  # this object is kept across versions
+                if not mark:  # cannot happen with the data convert writes; stay correct anyway
+                    diagnostics.append(diagnostic)
+                    texts.append(to_json(attrs.evolve(diagnostic, data={**diagnostic.data, "version": version})))
                     continue
+                entry = (diagnostic, before + '"version": ', after)
             if reusable:
                 kept[finding] = entry
-            diagnostic, before, after = entry
-            diagnostics.append(attrs.evolve(diagnostic, data={**diagnostic.data, "version": version}))
-            texts.append(before + stamp + after)
+            diagnostics.append(entry[0])
+            texts.append(entry[1] + stamp + entry[2])
         for problem in report.problems:
             diagnostic = convert.problem_to_diagnostic(problem, positions)
             diagnostics.append(diagnostic)

@@ -24,8 +24,8 @@ log = logging.getLogger(__name__)
 class DocState:
     uri: str
     analyzed_version: int | None = None
-    static: list[types.Diagnostic] = field(default_factory=list)
-    static_json: list[str] = field(default_factory=list)  # the same, as JSON (written as is when pushed)
+    static: list[types.Diagnostic] = field(default_factory=list)  # without data.version: analyzed_version
+    static_json: list[str] = field(default_factory=list)  # the same with it, as JSON (written as is)
     converted: diagcache.Converted = field(default_factory=diagcache.Converted)
     dynamo: list[types.Diagnostic] = field(default_factory=list)
     generation: int = 0  # bumps whenever what we would report changes (result ids)

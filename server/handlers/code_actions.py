@@ -35,8 +35,10 @@ def code_action(ls, params: types.CodeActionParams):
     if only and not any(kind in ("", "quickfix") for kind in only):
         return None
     diagnostics = _ours(params.context.diagnostics)
+    analyzed = None  # the version our own diagnostics were computed for (they carry none, diagcache.py)
     if not diagnostics:  # some clients send no context; use what we published for the range
         state = ls.analyses.docs.get(uri)
+        analyzed = state.analyzed_version if state else None
         diagnostics = [d for d in (state.static if state else []) if _overlaps(d.range, params.range)]
     text = document.source
     positions = Positions(text, ls.position_encoding)
@@ -49,7 +51,7 @@ def code_action(ls, params: types.CodeActionParams):
             edits = [types.TextEdit(range=range_from_json(e["range"]), new_text=e["newText"]) for e in fix["edits"]]
             actions.append(types.CodeAction(
                 title=fix["title"], kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
-                is_preferred=True, edit=_edit(ls, uri, data.get("version"), edits)))
+                is_preferred=True, edit=_edit(ls, uri, data.get("version", analyzed), edits)))
         line = diagnostic.range.start.line
         if line < len(lines):
             edit = ignore_edit(lines[line], line, str(diagnostic.code), positions.units)
