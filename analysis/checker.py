@@ -28,6 +28,8 @@ COMPILING_CHECKS = {"torch.compiler.is_compiling", "torch.compiler.is_dynamo_com
 # The annotations that make `p[k] = v` a container store rather than a tensor write.
 CONTAINER_ANNOTATIONS = {"dict", "list", "Dict", "List", "MutableMapping", "MutableSequence", "OrderedDict",
                          "defaultdict"}
+# Calls that make a module-level name a list or dict.
+GLOBAL_CONTAINERS = {"list", "dict", "collections.defaultdict", "collections.OrderedDict", "collections.deque"}
 
 # Graph-break rule → what the same construct means under torch.jit.trace / torch.export.
 TRACE_EQUIVALENT = {"FL101": "FL201", "FL102": "FL202", "FL103": "FL202", "FL104": "FL202",
@@ -187,10 +189,11 @@ class FunctionWalker:
             if owner.kind != K.MODULE or self.module_attribute(owner, container.attr).kind not in (K.SEQ, K.DICT):
                 return
             where = f"`self.{container.attr}`"
-        elif isinstance(container, ast.Name) and container.id not in self.env and container.id not in self.local_imports:
+        elif isinstance(container, ast.Name) and container.id not in self.env \
+                and container.id not in self.local_imports:
             value = self.module.globals.get(container.id)
-            if not (isinstance(value, (ast.List, ast.Dict)) or isinstance(value, ast.Call) and self.dotted(value.func) in (
-                    "list", "dict", "collections.defaultdict", "collections.OrderedDict", "collections.deque")):
+            if not (isinstance(value, (ast.List, ast.Dict)) or isinstance(value, ast.Call)
+                    and self.dotted(value.func) in GLOBAL_CONTAINERS):
                 return
             where = f"Global `{container.id}`"
         else:
@@ -359,6 +362,8 @@ class FunctionWalker:
         self.test(node.test, node)
         before = dict(self.env)
         lazy = _none_tested_attribute(node.test)  # `if self.weight is None: self.weight = ...`
+        if lazy in self.lazy_attributes:  # tested by an enclosing `if` already
+            lazy = None
         if lazy is not None:
             self.lazy_attributes.add(lazy)
         try:
