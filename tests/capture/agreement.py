@@ -129,7 +129,7 @@ def explain_difference(kind: str, line: int, rule: str, source_line: str, reason
         if rule == "FL000" and "tolist" in context.previous_lines(line):
             return ("Dynamo cannot iterate what .tolist() made in its resume function (GB4347); capture "
                     "iterates the Python list, guarded")
-        if rule == "FL000" and re.match(r"^[\w.]+\.\w+ = ", text):
+        if re.match(r"^[\w.]+\.\w+ = ", text):
             return ("capture replays an attribute store on any Python object (guarded, in order); Dynamo "
                     "supports setattr/hasattr only on types it models (not e.g. logging.Logger: GB0467/GB0150)")
     return None

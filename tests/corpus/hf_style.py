@@ -122,7 +122,7 @@ class PaddingAwareModel(TinyModel):
     def forward(self, input_ids, attention_mask=None, return_dict=True):
         pad = 0
         if (input_ids[:, -1] == pad).any() and attention_mask is None:  # expect: FL101 GB0170
-            logger.warning_once = getattr(logger, "warning_once", logger.warning)  # expect: FL000 GB0150; FL000 GB0467
+            logger.warning_once = getattr(logger, "warning_once", logger.warning)  # expect: FL111 GB0150; FL111 GB0467
             attention_mask = (input_ids != pad).long()
         return super().forward(input_ids, attention_mask, return_dict)
 

@@ -206,7 +206,7 @@ def quant_error_report(x, bits_options=(2, 4, 8)):
     for bits in bits_options:
         q, scale = absmax_quantize(x, bits)
         report[bits] = (q.float() * scale - x).pow(2).mean()
-    best = min(report, key=lambda b: report[b])  # expect: FL000 GB0193
+    best = min(report, key=lambda b: report[b])  # expect: FL144 GB0193
     logger.info("best bit width %d", best)  # expect: FL111 GB0291
     return report
 

@@ -86,7 +86,7 @@ class SpecAugment(nn.Module):
         n_mels, n_frames = feats.shape[-2:]
         for _ in range(self.freq_masks):
             w = random.randint(0, self.freq_width)
-            f0 = random.randint(0, max(0, n_mels - w))  # expect: FL000 GB0213
+            f0 = random.randint(0, max(0, n_mels - w))  # expect: FL124 GB0213
             feats[..., f0:f0 + w, :] = 0.0
         for _ in range(self.time_masks):
             w = random.randint(0, self.time_width)

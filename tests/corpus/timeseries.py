@@ -107,7 +107,7 @@ class Seq2SeqForecaster(nn.Module):
         self.out = nn.Linear(cfg.hidden, cfg.channels)
 
     def forward(self, context, target: Optional[torch.Tensor] = None):
-        _, h = self.encoder(context)  # expect: FL000 GB0014
+        _, h = self.encoder(context)  # expect: FL123 GB0014
         h = h[0]
         step_in = context[:, -1]
         outputs = []
