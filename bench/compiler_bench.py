@@ -24,155 +24,28 @@ import time
 import types
 
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import fuselens  # noqa: E402
 from fuselens.compiler.backend import api, fuselens_backend  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compiler_cases import build_cases, runner  # noqa: E402
+
 BUILD_SECONDS = [0.0]  # FuseLens's own share of a compile (lowering to loading kernels)
-_build = api.build
-
-
-def _timed_build(*args, **kwargs):
-    t = time.perf_counter()
-    try:
-        return _build(*args, **kwargs)
-    finally:
-        BUILD_SECONDS[0] += time.perf_counter() - t
-
-
-api.build = _timed_build
 _ids = itertools.count()
 
-torch.manual_seed(0)
 
+def _count_build_time():
+    build = api.build
 
-# ---- cases ---------------------------------------------------------------------------------------
-
-def pointwise_chain(x):
-    y = x * 1.5 + 0.5
-    for _ in range(4):
-        y = torch.sigmoid(y) * y - 0.1 * y.abs() + torch.tanh(y)
-    return y
-
-
-def broadcast(x, row, col):
-    return (x + row) * col - row.exp()
-
-
-def sum_lastdim(x):
-    return x.sum(-1)
-
-
-def sum_dim0(x):
-    return x.sum(0)
-
-
-def softmax(x):
-    return torch.softmax(x, -1)
-
-
-def logsoftmax_nll(x, t):
-    return F.cross_entropy(x, t)
-
-
-def layernorm(x, w, b):
-    return F.layer_norm(x, (x.shape[-1],), w, b)
-
-
-def rmsnorm(x, w):
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
-
-
-def residual_norm(x, r, w, b):
-    h = x + r
-    return F.layer_norm(h, (h.shape[-1],), w, b), h
-
-
-def swiglu(g, u):
-    return F.silu(g) * u
-
-
-def rope(x, cos, sin):
-    half = x.shape[-1] // 2
-    rot = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
-    return x * cos + rot * sin
-
-
-def naive_attention(q, k, v):
-    s = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
-    return torch.softmax(s, -1) @ v
-
-
-def linear_gelu(x, w, b):
-    return F.gelu(F.linear(x, w, b))
-
-
-class Block(nn.Module):
-    def __init__(self, d=256, heads=4):
-        super().__init__()
-        self.h = heads
-        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
-
-    def forward(self, x):
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.h, d // self.h).permute(2, 0, 3, 1, 4)
-        a = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d // self.h), -1) @ v
-        x = x + self.proj(a.transpose(1, 2).reshape(b, t, d))
-        return x + self.mlp(self.ln2(x))
-
-
-def graph_break(x):
-    y = torch.tanh(x * 2 + 1) * x
-    print("", end="")  # a graph break: two compiled graphs
-    return torch.sigmoid(y) * y + 1
-
-
-def tiny(x):
-    return x * 2 + 1
-
-
-def shape_change(x):
-    return torch.softmax(x * 2, -1) + x
-
-
-def build_cases(quick: bool):
-    n = 1024 if quick else 4096
-    rows, cols = (1024, 1024) if quick else (8192, 1024)
-    mlp = nn.Sequential(nn.Linear(512, 2048), nn.GELU(), nn.Linear(2048, 512)).eval()
-    block = Block().eval()
-    big = torch.randn(n, n)
-    bt = (4, 8, 512, 64) if not quick else (2, 4, 128, 64)
-    f = 4  # bytes per float32
-    cases = [
-        # name, fn, args, minimal bytes moved (None: compute-bound)
-        ("pointwise_chain", pointwise_chain, (big,), 2 * n * n * f),
-        ("broadcast", broadcast, (big, torch.randn(n), torch.randn(n, 1)), 2 * n * n * f),
-        ("sum_lastdim", sum_lastdim, (big,), n * n * f),
-        ("sum_dim0", sum_dim0, (big,), n * n * f),
-        ("softmax", softmax, (torch.randn(rows, cols),), 2 * rows * cols * f),
-        ("logsoftmax_nll", logsoftmax_nll, (torch.randn(rows, cols), torch.randint(0, cols, (rows,))),
-         rows * cols * f),
-        ("layernorm", layernorm, (torch.randn(rows, cols), torch.randn(cols), torch.randn(cols)), 2 * rows * cols * f),
-        ("rmsnorm", rmsnorm, (torch.randn(rows, cols), torch.randn(cols)), 2 * rows * cols * f),
-        ("residual_norm", residual_norm, (torch.randn(rows, cols), torch.randn(rows, cols), torch.randn(cols),
-                                          torch.randn(cols)), 4 * rows * cols * f),
-        ("swiglu", swiglu, (big, torch.randn(n, n)), 3 * n * n * f),
-        ("rope", rope, (torch.randn(*bt), torch.randn(bt[2], bt[3]), torch.randn(bt[2], bt[3])),
-         2 * math.prod(bt) * f),
-        ("naive_attention", naive_attention, tuple(torch.randn(2, 8, 256, 64) for _ in range(3)), None),
-        ("linear_gelu", linear_gelu, (torch.randn(512, 1024), torch.randn(2048, 1024), torch.randn(2048)), None),
-        ("mlp_module", mlp, (torch.randn(256, 512),), None),
-        ("transformer_block", block, (torch.randn(4, 128, 256),), None),
-        ("graph_break", graph_break, (torch.randn(rows, cols),), 2 * rows * cols * f),
-        ("shape_change", shape_change, "shape_change", None),
-        ("tiny", tiny, (torch.randn(16),), None),
-    ]
-    return cases
+    def timed(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return build(*args, **kwargs)
+        finally:
+            BUILD_SECONDS[0] += time.perf_counter() - t
+    api.build = timed
 
 
 # ---- measurement ---------------------------------------------------------------------------------
@@ -190,13 +63,6 @@ def stream_bandwidth() -> float:
         a.copy_(b)
         best = max(best, 2 * n * 4 / (time.perf_counter() - t) / 1e9)
     return best
-
-
-def make_runner(fn, args):
-    if args == "shape_change":
-        xs = [torch.randn(512, 1024), torch.randn(1024, 512)]
-        return lambda f: [f(x) for x in xs]
-    return lambda f: f(*args)
 
 
 def fresh(fn):
@@ -258,6 +124,7 @@ def main():
     ap.add_argument("--no-inductor", action="store_true")
     opts = ap.parse_args()
     torch.set_grad_enabled(False)
+    _count_build_time()
     # Fresh caches for both compilers, so "cold" is cold (Inductor's cache dir is read lazily).
     os.environ.setdefault("FUSELENS_CACHE_DIR", tempfile.mkdtemp(prefix="fuselens-bench-"))
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="inductor-bench-"))
@@ -270,10 +137,10 @@ def main():
     wanted = set(filter(None, opts.cases.split(",")))
     rows = []
     print(HEADER)
-    for name, fn, args, nbytes in build_cases(opts.quick):
+    for name, fn, args, nbytes in build_cases("quick" if opts.quick else "full"):
         if wanted and name not in wanted:
             continue
-        run = make_runner(fn, args)
+        run = runner(args)
         impls = {"eager": fn}
         comp = {}
         impls["fuselens"], comp["fl_cold"] = first_call_seconds(fn, "fuselens-capture", run)
@@ -326,7 +193,7 @@ def _summary(rows, bw):
     for name, med, comp, nbytes, status in rows:
         print(_row(name, med, comp, nbytes, bw, status))
     if rows and "inductor" in rows[0][1]:
-        geo = math.exp(statistics.mean(math.log(r[1]["inductor"] / r[1]["fuselens"]) for r in rows))
+        geo = _geo(r[1]["inductor"] / r[1]["fuselens"] for r in rows)
         dyn = _geo(r[1]["inductor"] / r[1]["fl-dyn"] for r in rows)
         print(f"\ngeomean Inductor/FuseLens: {geo:.2f}x (through Dynamo: {dyn:.2f}x)")
         print(f"geomean cold compile: FuseLens {_geo(r[2]['fl_cold'] for r in rows):.2f}s, "

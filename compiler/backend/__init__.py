@@ -5,6 +5,6 @@
 
 See docs/compiler-backend.md for the design.
 """
-from .api import CompileInfo, compile_graph, decompositions, fuselens_backend
+from .api import CompileInfo, KernelDetail, compile_graph, decompositions, fuselens_backend
 
-__all__ = ["CompileInfo", "compile_graph", "decompositions", "fuselens_backend"]
+__all__ = ["CompileInfo", "KernelDetail", "compile_graph", "decompositions", "fuselens_backend"]

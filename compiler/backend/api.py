@@ -17,7 +17,7 @@ import torch.fx
 from . import debug
 from .cache import compile_many
 from .codegen_cpp import kernel_params, render_unit, segment_params
-from .details import KernelDetail, details  # noqa: F401 - KernelDetail re-exported
+from .details import KernelDetail, details
 from .ir import Node
 from .loops import optimize
 from .lowering import lower
@@ -272,3 +272,6 @@ def fuselens_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
         return compile_graph(g, ex, device_backend=backend)
     return aot_autograd(fw_compiler=compiler, bw_compiler=compiler, decompositions=decompositions())(
         gm, example_inputs)
+
+
+__all__ = ["CompileInfo", "KernelDetail", "build", "compile_graph", "decompositions", "fuselens_backend"]

@@ -236,7 +236,7 @@ class ReductionWriter:
         self.w.stores(stores, printer, body, bound)
 
     def _phase(self, phase, names, indent, saves, loads):
-        k, rs = self.k, self.k.rsizes
+        rs = self.k.rsizes
         reds = [s for s in phase if isinstance(s, Reduce)]
         stores = [s for s in phase if isinstance(s, Store)]
         if reds and not self.outer and not self.split_r and rs and rs[-1] >= LANES:
