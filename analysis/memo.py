@@ -13,14 +13,16 @@ it stands now, still gives the same outcome.
 """
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 
 from . import kinds as K
 from .attributes import class_attributes
-from .checker import MAX_DEPTH, FunctionWalker
+from .calls import CONTAINER_MUTATORS
+from .checker import CONTAINER_ANNOTATIONS, MAX_DEPTH, FunctionWalker
 from .findings import CallSite, Finding, Fix, Span
 from .index import COMPILE, SCRIPT, ClassInfo, FunctionInfo
-from .params import root_parameters
+from .params import GAP, argument_names, may_use, root_parameters
 
 _UNKNOWN = (K.T_UNKNOWN, False)
 
@@ -53,9 +55,18 @@ class Analysis:
         if mode != SCRIPT and function.node is not None:
             self.evaluate(function, mode, root_parameters(function), (), 0)
             if mode == COMPILE:
-                walker = FunctionWalker(self, function, mode, (), (), 0)
-                self.findings.extend((function, (), *finding) for finding in walker.mutated_arguments())
+                self.findings.extend((function, (), *finding) for finding in self._mutated_arguments(function))
         return RootResult(self.epoch, self.findings, list(self.deps.values()))
+
+    def _mutated_arguments(self, function: FunctionInfo) -> list[tuple]:
+        """FunctionWalker.mutated_arguments, memoised by body text (it walks the whole body),
+        and skipped when the text cannot hold what it looks for."""
+        key = ("mutated arguments", function.module.path, function.qualname, function.segment)
+        found = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = FunctionWalker(self, function, COMPILE, (), (), 0).mutated_arguments() \
+                if _may_mutate_arguments(function) else []
+        return found
 
     def class_attributes(self, cls: ClassInfo):
         return class_attributes(self, cls)
@@ -142,6 +153,21 @@ class Analysis:
                 self.deps[id(callee)] = (callee, callee.block)
             else:
                 self.evaluate(callee, mode, params, chain + ((function, rel_span),), depth + 1)
+
+
+_MUTATION = rf"(?:\.{GAP}(?:{'|'.join(sorted(CONTAINER_MUTATORS))})\b|\[{GAP}[rRuU]?['\"])"
+
+
+def _may_mutate_arguments(function: FunctionInfo) -> bool:
+    """A parameter before `.append`-like methods or a `["key"]` subscript, or one annotated as
+    a container (then any subscript store counts): what mutated_arguments looks for."""
+    node = function.node
+    for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
+        annotation = arg.annotation.value if isinstance(arg.annotation, ast.Subscript) else arg.annotation
+        name = function.module.dotted(annotation) if annotation is not None else None
+        if name is not None and name.rsplit(".", 1)[-1] in CONTAINER_ANNOTATIONS:
+            return True
+    return may_use(function.block.text, argument_names(node), _MUTATION)
 
 
 def function_base_line(function: FunctionInfo) -> int:

@@ -63,17 +63,28 @@ def _dtype_from_name(ty: Ty, name: str) -> Ty:
     return ty
 
 
-# Between the tokens of `p.mean` or `int(p)`: spaces, line breaks, continuations, brackets, comments.
-_GAP = r"(?:[\s\\()]|#[^\n]*)*"
+# Between the tokens of `p.mean`, `int(p)` or `p[k] = v`: spaces, line breaks, continuations,
+# brackets, comments.
+GAP = r"(?:[\s\\()]|#[^\n]*)*"
+
+
+def may_use(text: str, names, after: str) -> bool:
+    """Whether one of `names` may stand in `text` right before `after` (a pattern), tokens
+    apart: when not, a walk over the whole body (a Python-level ast.walk) looking for such a
+    use can be skipped. Matches in strings and comments only cost that walk."""
+    return bool(names) and re.search(rf"\b(?:{'|'.join(sorted(names))}){GAP}{after}", text) is not None
 
 
 def _may_use(text: str, names: set[str]) -> bool:
-    """Whether the text could hold a use _used_as_tensors looks for; when not, its walk over
-    the whole body (a Python-level ast.walk) can be skipped. Matches in strings and comments
-    only cost that walk."""
+    """Whether the text could hold a use _used_as_tensors looks for."""
     alternatives = "|".join(sorted(names))
-    return re.search(rf"\b(?:{alternatives}){_GAP}\.|\b(?:int|float|bool){_GAP}\({_GAP}(?:{alternatives})\b",
-                     text) is not None
+    return may_use(text, names, r"\.") or re.search(
+        rf"\b(?:int|float|bool){GAP}\({GAP}(?:{alternatives})\b", text) is not None
+
+
+def argument_names(node) -> set[str]:
+    """The parameters of a def, but `self` and `cls`."""
+    return {arg.arg for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]} - {"self", "cls"}
 
 
 _usage_cache: dict = {}
