@@ -225,11 +225,11 @@ def bracket_profile(text: str) -> tuple[int, int] | None:
     Cached by text: edits.py adds these up over the blocks after an edit."""
     result = _profile_cache.get(text, False)
     if result is False:
-        visible = _HIDDEN.sub("", text)
-        if '"' in visible or "\'" in visible:
+        brackets = _NOT_BRACKETS.sub("", text)
+        if '"' in brackets or "'" in brackets:
             result = None
         else:
-            counts = list(accumulate(map(_DEPTH_STEP.__getitem__, _NOT_BRACKET.sub("", visible))))
+            counts = list(accumulate(map(_DEPTH_STEP.__getitem__, brackets)))
             result = (min(counts, default=0), counts[-1] if counts else 0)
         if len(_profile_cache) > _PARSE_CACHE_LIMIT:
             _profile_cache.clear()
@@ -249,12 +249,14 @@ _STRING_REST = {
 }
 
 
-# Comments and complete strings, which hide brackets and quotes. A one-quote string never
-# starts where three quotes do (as in _SCAN), so an unterminated triple-quoted string, like
-# an unterminated one-line string, leaves its quote visible.
-_HIDDEN = re.compile("#[^\\r\\n]*|" + "|".join(quote + _STRING_REST[quote].pattern for quote in ('"""', "'''")) + "|"
-                     + "|".join(quote + f"(?!{quote * 2})" + _STRING_REST[quote].pattern for quote in ('"', "'")), re.S)
-_NOT_BRACKET = re.compile(r"[^()\[\]{}]+")
+# What hides nothing (runs of other characters), comments and complete strings, which hide
+# brackets and quotes: removed, they leave the brackets. A one-quote string never starts where
+# three quotes do (as in _SCAN), so an unterminated triple-quoted string, like an unterminated
+# one-line string, leaves its quote too.
+_NOT_BRACKETS = re.compile("[^()\\[\\]{}\"'#]+|#[^\\r\\n]*|"
+                           + "|".join(quote + _STRING_REST[quote].pattern for quote in ('"""', "'''")) + "|"
+                           + "|".join(quote + f"(?!{quote * 2})" + _STRING_REST[quote].pattern for quote in ('"', "'")),
+                           re.S)
 _DEPTH_STEP = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
 _closes_cache: dict[str, bool] = {}
 
@@ -267,14 +269,13 @@ def _closes_within(chunk: str) -> bool:
     file is asked."""
     result = _closes_cache.get(chunk)
     if result is None:
-        visible = _HIDDEN.sub("", chunk)
-        if '"' in visible or "'" in visible:  # a string left open: let the scan decide
+        brackets = _NOT_BRACKETS.sub("", chunk)
+        if '"' in brackets or "'" in brackets:  # a string left open: let the scan decide
             result = _join_extent(chunk, [(1, 0, len(chunk))], 0) == 0
         else:
             # _join_extent's depth never goes below 0, so it ends at 0 exactly when, read from
             # the end, closing brackets never fall behind opening ones.
-            result = max(accumulate(map(_DEPTH_STEP.__getitem__, reversed(_NOT_BRACKET.sub("", visible)))),
-                         default=0) <= 0
+            result = max(accumulate(map(_DEPTH_STEP.__getitem__, reversed(brackets))), default=0) <= 0
         result = result and not chunk.rstrip().endswith("\\")  # a trailing backslash joins the next block
         if len(_closes_cache) > _PARSE_CACHE_LIMIT:
             _closes_cache.clear()
