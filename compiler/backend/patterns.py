@@ -137,6 +137,10 @@ def fuse_attention(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
             flat = graph.call_function(aten.reshape.default, (att, list(_val(b2).shape)))
         for n in (k, att, flat):
             n.meta["stack_trace"] = b2.meta.get("stack_trace")
+        shape4 = tuple(_val(q).shape[:-1]) + tuple(_val(v).shape[-1:])
+        for user in list(b2.users):  # the usual view back to [..., L, E]: the attention output itself
+            if _is(user, *VIEWS) and tuple(_val(user).shape) == shape4:
+                user.replace_all_uses_with(att)
         b2.replace_all_uses_with(flat)
         changed = True
     if not changed:

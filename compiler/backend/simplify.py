@@ -227,8 +227,22 @@ def _index_node(node: Expr, ranges: dict[str, int], memo) -> Expr:
             return const(0) if node.op == "floordiv" else x
         if x.op == "floordiv" and x.args[1].op == "const" and node.op == "floordiv":
             return Expr("floordiv", (x.args[0], const(x.args[1].arg * c)), None, INDEX)
-        return _split_division(node.op, x, c, ranges, memo) or node
+        return _exact_multiples(node.op, x, c, ranges, memo) or _split_division(node.op, x, c, ranges, memo) or node
     return node
+
+
+def _exact_multiples(op: str, x: Expr, c: int, ranges, memo):
+    """(c*m + r) // c = m + r // c and (c*m + r) % c = r % c for integer m and any r: terms whose
+    coefficient is a multiple of c leave the division."""
+    terms, k0 = _linear(x)
+    multiples = {t: k // c for t, k in terms.items() if k % c == 0}
+    if not multiples and 0 <= k0 < c:
+        return None
+    rest = _from_linear({t: k for t, k in terms.items() if k % c}, k0 % c)
+    part = _index_node(Expr(op, (rest, const(c)), None, INDEX), ranges, memo)
+    if op == "mod":
+        return part
+    return _index_node(Expr("add", (_from_linear(multiples, k0 // c), part), None, INDEX), ranges, memo)
 
 
 def _split_division(op: str, x: Expr, c: int, ranges, memo):

@@ -38,6 +38,11 @@ def test_index_simplification_undoes_reshape():
     assert simplify_index((i * const(8) + j) % const(8), {"i": 4, "j": 8}) == j
     # (i*C + j) // (T*C) == i // T when j < C
     assert simplify((i * const(8) + j) // const(32), {"i": 40, "j": 8}) == i // const(4)
+    # multiples of the divisor leave a division whatever the rest's range: a head-split transpose
+    flat = i * const(256) + j
+    merged = ((flat // const(64)) % const(4)) * const(64) + i * const(256) + flat % const(64)
+    assert simplify(merged, {"i": 512, "j": 256}) == flat
+    assert simplify((i * const(-64) + j + const(70)) // const(64), {"i": 4, "j": 8}) == i * const(-1) + const(1)
     # the offset of a split piece survives recombination: ((k+32)//96)*96 + (k+32)%96 == k + 32
     shifted = k + const(32)
     assert simplify((shifted // const(96)) * const(96) + shifted % const(96), {"k": 64}) == k + const(32)
