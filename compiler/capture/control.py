@@ -3,7 +3,7 @@ through loop-head units), data-dependent branches with lazily captured sides, ju
 from __future__ import annotations
 
 from .emit import CaptureError
-from .frames import Block, Call, Loc, Loop, With
+from .frames import Block, Call, Loop, With
 from .program import Jump
 from .values import Break, Ext, TVar, VarSource
 
@@ -42,12 +42,13 @@ class ControlMixin:
         self.depth += 1
         self.nested += 1
         cont = [Call(None, frame, "nested", node), Block(frame, frame.info.body)]
-        saved = self.cont
+        saved, loc = self.cont, self.tracer.loc
         self.cont = saved + cont
         try:
             return self.drive(self.cont, nested=True)[1]
         finally:
             self.cont = saved
+            self.tracer.loc = loc  # the rest of the caller's expression is the caller's line
             self.nested -= 1
             self.depth -= 1
 
@@ -113,8 +114,7 @@ class ControlMixin:
                 if node.orelse:
                     self.cont.append(Block(frame, node.orelse))
             return None
-        self.tracer.loc = Loc(frame.info.filename, node.lineno, node.col_offset, frame.info.name,
-                              frame.info.source_line(node.lineno))
+        self.locate(frame, node)
         tx = self.begin(frame)
         self.tx = tx
         try:

@@ -226,10 +226,11 @@ class Frame:
 class Loc:
     """Where an op came from (for node metadata and region line maps)."""
 
-    __slots__ = ("filename", "line", "col", "function", "code")
+    __slots__ = ("filename", "line", "col", "function", "code", "library")
 
-    def __init__(self, filename, line, col, function, code):
+    def __init__(self, filename, line, col, function, code, library=False):
         self.filename, self.line, self.col, self.function, self.code = filename, line, col, function, code
+        self.library = library  # a statement of torch's (or another library's) own code
 
     def stack_trace(self):
         return f'  File "{self.filename}", line {self.line}, in {self.function}\n    {self.code}\n'

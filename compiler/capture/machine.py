@@ -278,8 +278,7 @@ class Capture(ExprMixin, CallMixin, StatementMixin, ControlMixin, EmitMixin, Sto
 
     def step(self, stmt, frame, nested):
         self.cur_frame = frame
-        self.tracer.loc = Loc(frame.info.filename, stmt.lineno, stmt.col_offset, frame.info.name,
-                              frame.info.source_line(stmt.lineno))
+        self.locate(frame, stmt)
         handler = _STMTS.get(type(stmt), StatementMixin.s_unsupported)
         if nested:
             try:
@@ -312,6 +311,17 @@ class Capture(ExprMixin, CallMixin, StatementMixin, ControlMixin, EmitMixin, Sto
             return self.on_break(stmt, frame, Break(f"raises {type(e).__name__}: {e}", None, stmt))
         finally:
             self.tx = None
+
+    def locate(self, frame, node):
+        """Ops record the position of the statement that runs them; inside library code (an
+        nn.Linear's forward, F.* helpers) called from user code they keep the user's line, the
+        one the editor links kernels to."""
+        library = _library(frame.info)
+        loc = self.tracer.loc
+        if library and loc is not None and not loc.library:
+            return
+        self.tracer.loc = Loc(frame.info.filename, node.lineno, node.col_offset, frame.info.name,
+                              frame.info.source_line(node.lineno), library)
 
     def on_break(self, stmt, frame, b):
         t = type(stmt)

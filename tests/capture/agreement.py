@@ -87,6 +87,13 @@ def explain_difference(kind: str, line: int, rule: str, source_line: str, reason
         if "eager" in note or "not reported" in note or "skip" in note:
             return ("the fixture notes Dynamo runs this frame eagerly here (skipped after an earlier break); "
                     "capture keeps capturing")
+        if context.after_break_without_tensors(line):
+            return ("Dynamo does not trace the frame it resumes after an earlier break when no tensor is left in "
+                    "it, so it reports nothing more there; capture keeps capturing")
+        if "import " in text and "runs in Python" in reason:
+            return "capture runs an import statement in Python; Dynamo traces imports of already loaded modules"
+        if "Parametrized" in reason:
+            return "capture does not trace torch.nn.utils.parametrize (e.g. spectral_norm) modules; Dynamo does"
         if context.after_break_in_frame(line):
             return ("Dynamo gave up on this frame at an earlier break inside a loop or try/with (it runs the "
                     "rest eagerly and reports nothing more); capture keeps capturing after it")
@@ -126,6 +133,9 @@ def explain_difference(kind: str, line: int, rule: str, source_line: str, reason
         if "gb0014" in note:
             return ("Dynamo refuses to trace nn.RNN/GRU/LSTM modules (GB0014) and runs the frame eagerly; "
                     "capture records their aten ops like any module's")
+        if "random.randint" in context.previous_lines(line) and "gb0033" in note:
+            return ("Dynamo makes random.randint a tensor-backed graph input, so a torch op taking it as an int "
+                    "reads it on the host (GB0033); capture runs random in Python and passes a plain int")
         if rule == "FL000" and "tolist" in context.previous_lines(line):
             return ("Dynamo cannot iterate what .tolist() made in its resume function (GB4347); capture "
                     "iterates the Python list, guarded")
@@ -159,6 +169,24 @@ class Context:
                 if isinstance(node, (ast.For, ast.While, ast.Try, ast.With)):
                     if any(node.lineno <= e < line and e <= node.end_lineno for e, _ in self.expected):
                         return True
+        return False
+
+
+    def after_break_without_tensors(self, line: int) -> bool:
+        """Is there an annotated break earlier in the same function, after which the function's
+        code (up to `line`) names no tensor-valued parameter? Dynamo does not trace a resumed
+        frame without tensors, so it reports nothing there."""
+        import ast
+        for fn in ast.walk(self.tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
+                    not fn.lineno <= line <= fn.end_lineno:
+                continue
+            earlier = [e for e, _ in self.expected if fn.lineno <= e < line]
+            if not earlier:
+                return False
+            params = {a.arg for a in fn.args.args} - {"self"}
+            later = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and max(earlier) < n.lineno <= line}
+            return not (params & later)
         return False
 
 

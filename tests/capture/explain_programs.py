@@ -75,3 +75,13 @@ def cached_frequencies(dim: int):
 
 def uses_lru_cached(x):
     return x * cached_frequencies(x.shape[-1]).repeat(2)
+
+
+class LinearThenOps(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = torch.relu(self.lin(x)) * 3
+        return uses_lru_cached(y) + 1

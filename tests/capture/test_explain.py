@@ -117,3 +117,16 @@ def test_lru_cache_wrapper_is_inlined_like_dynamo():
     lines = {line for _, line in rep.regions[0].lines}
     assert ep.line_of(ep.cached_frequencies, "return 1.0") in lines
     torch.testing.assert_close(fl_compile(ep.uses_lru_cached)(x), ep.uses_lru_cached(x))
+
+
+def test_ops_inside_library_code_carry_the_calling_line():
+    """nn.Linear's own statements are torch's: its ops, and the ops after the call in the same
+    expression, belong to the user's line (the editor links kernels to it)."""
+    rep = explain(ep.LinearThenOps())(torch.randn(2, 4))
+    ops = rep.regions[0].ops
+    calling_line = ep.line_of(ep.LinearThenOps.forward, "torch.relu(self.lin(x))")
+    first = [op for op, line in ops if line == calling_line]
+    assert {"aten.addmm.default", "aten.relu.default", "aten.mul.Tensor"} <= set(first) and ops[:len(first)] == \
+        [(op, calling_line) for op in first]
+    assert ops[-1] == ("aten.add.Tensor", ep.line_of(ep.LinearThenOps.forward, "uses_lru_cached(y) + 1"))
+    assert all(ep.__file__ == f for f, _ in rep.regions[0].lines)
