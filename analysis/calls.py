@@ -28,6 +28,23 @@ SKIPPED_MODULES = {"zlib", "hashlib", "binascii", "bisect", "heapq"}
 # method of the module's hidden Random instance, which Dynamo skips (GB0007).
 RANDOM_VALUE_CALLS = {"randint", "randrange", "uniform"}
 RANDOM_VALUE = "random value"  # the `ref` of such a value's type (see checker.binary)
+# Ops that take such a value as a scalar operand and trace it (measured: `x * s`, `clamp(max=s)`,
+# `torch.full(size, s)`). Any other torch op or tensor method given one as an argument (a shift,
+# size, length, pad, dim: `torch.roll(x, s)`, `x.narrow(0, 0, s)`, `F.pad(x, (s, s))`,
+# `x.repeat(s, 1)`, `torch.zeros(s)`) needs it as a Python int and reads it on the host (GB0033).
+RANDOM_SCALAR_OPS = {"add", "sub", "mul", "div", "true_divide", "pow", "clamp", "clip", "clamp_min", "clamp_max",
+                     "full", "full_like", "new_full", "fill_", "masked_fill", "masked_fill_", "where", "lerp",
+                     "add_", "sub_", "mul_", "div_", "rsub"}
+# Third-party libraries Dynamo skips (trace_rules.THIRDPARTY_SKIPLIST, numpy aside: torch._numpy
+# translates it) and whole extension modules with no Python source (cv2): every call breaks (GB0007).
+# SciPy and PIL are inlined but soon reach compiled code: measured on 2.13, linear_sum_assignment
+# and spatial.distance.cdist are skipped (GB0007), the scipy.special ufuncs (`expit`, `gamma`) are
+# unsupported calls (GB0156), ndimage/stats/logsumexp/linalg.expm and PIL's Image.new/fromarray
+# break inside; the pure-NumPy helpers below trace through torch._numpy.
+SKIPPED_LIBRARIES = {"sklearn", "pandas", "networkx", "tqdm", "tabulate", "hypothesis", "xarray", "onnx",
+                     "onnxruntime", "onnx_tf", "tensorflow", "tensorrt", "torch2trt", "tvm", "fx2trt_oss", "cv2",
+                     "scipy", "PIL"}
+TRACEABLE_LIBRARY_CALLS = {"scipy.special.softmax", "scipy.special.log_softmax"}
 STREAM_CALLS = {"sys.stdout.write", "sys.stderr.write", "sys.stdout.flush", "sys.stderr.flush"}
 AUTOGRAD_CALLS = {"torch.autograd.grad", "torch.autograd.backward"}
 PARAMETER_CALLS = {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
@@ -306,7 +323,20 @@ def _common_element(args: list[Ty]) -> Ty:
 
 
 # --- tensor methods ----------------------------------------------------------------------------
+def random_value_argument(walker, node: ast.Call, name: str) -> None:
+    """A random.randint/randrange/uniform value passed to an op that needs a Python number."""
+    if name in RANDOM_SCALAR_OPS:
+        return
+    for arg in [*node.args, *(keyword.value for keyword in node.keywords)]:
+        for part in arg.elts if isinstance(arg, (ast.Tuple, ast.List)) else (arg,):
+            if isinstance(part, ast.Name) and getattr(walker.env.get(part.id), "ref", None) == RANDOM_VALUE:
+                walker.report("FL124", part, f"`{name}` takes the random.* value `{part.id}` as a Python "
+                                             "number: Dynamo reads it on the host")
+                return
+
+
 def tensor_method(walker, node: ast.Call, name: str, receiver: Ty, args: list[Ty], kwargs: dict) -> Ty:
+    random_value_argument(walker, node, name)
     if name == "item":
         walker.report("FL102", node, "`.item()` reads the tensor's value on the host",
                       fix=fix_for("FL102", walker, None, node))
@@ -438,6 +468,10 @@ def library_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: di
         return K.T_UNKNOWN
     if dotted in ("functools.partial", "functools.reduce", "operator.itemgetter"):
         return K.T_UNKNOWN
+    if dotted.split(".", 1)[0] in SKIPPED_LIBRARIES and dotted not in TRACEABLE_LIBRARY_CALLS:
+        walker.report("FL121", node, f"`{dotted}()` is third-party code Dynamo skips or cannot trace "
+                                     "(compiled extension): the graph breaks")
+        return K.T_UNKNOWN
     if dotted.startswith("einops."):
         return K.T_TENSOR
     return K.T_UNKNOWN
@@ -492,6 +526,7 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
         return K.T_OBJ
     namespace = dotted.rsplit(".", 1)[0]
     if namespace in ("torch", "torch.special", "torch.linalg", "torch.fft", "torch.nn.functional"):
+        random_value_argument(walker, node, name)
         first = args[0] if args else K.T_NONE
         if name in K.DYNAMIC_SHAPE_OPS or (name == "repeat_interleave" and K.is_dynamic_repeat(args)) \
                 or (name == "where" and len(args) == 1 and not kwargs):

@@ -676,6 +676,9 @@ class FunctionWalker:
             if part_type.is_tensor and part_type.zero_dim and part_type.integer:
                 self.report("FL104", node, "Indexing with a 0-d tensor reads its value on the host")
                 return
+            if part_type.ref == RANDOM_VALUE:
+                self.report("FL124", node, "Indexing with a random.* value, a graph input: Dynamo reads it")
+                return
 
     def expr_Slice(self, node: ast.Slice) -> Ty:
         for part in (node.lower, node.upper, node.step):
