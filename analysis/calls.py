@@ -84,6 +84,10 @@ NUMPY_UNSUPPORTED = {
     "cumulative_sum", "cumulative_prod", "linalg.vector_norm", "linalg.matrix_norm", "linalg.svdvals",
     "linalg.cross", "linalg.outer", "linalg.tensordot", "linalg.trace", "linalg.diagonal",
 }
+# torch._numpy functions that check their input's values in Python (an `aten.equal` inside the
+# translation, GB0033), measured on 2.13; np.linalg.*, percentile/quantile/median, histogram trace.
+NUMPY_VALUE_CHECKED = {"cov", "corrcoef"}
+NUMPY_BOOL_RESULT = {"allclose", "array_equal"}
 # The np.random functions torch._numpy has; every other one breaks (GB0294). Without a size,
 # those that take one return a Python number read from a tensor (GB0033); so does `choice`
 # always (it checks that its probabilities sum to 1 in Python).
@@ -496,6 +500,16 @@ def numpy_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: dict
                 size_at is not None and len(args) <= size_at and "size" not in kwargs):
             walker.report("FL104", node, f"`{dotted}()` without a size returns a Python number read from a tensor")
             return K.T_DATA
+        return K.T_NDARRAY
+    if path in NUMPY_VALUE_CHECKED:
+        walker.report("FL122", node, f"`{dotted}` checks its input's values in Python (torch._numpy): "
+                                     "Dynamo reads them on the host")
+        return K.T_NDARRAY
+    if path in NUMPY_BOOL_RESULT:
+        walker.report("FL104", node, f"`{dotted}` returns a Python bool computed from the array's values")
+        return K.T_DATA
+    if path == "unique":
+        walker.report("FL105", node, f"`{dotted}` returns a data-dependent number of elements")
         return K.T_NDARRAY
     if path in NUMPY_UNSUPPORTED:
         walker.report("FL122", node, f"`{dotted}` has no torch._numpy equivalent: Dynamo cannot trace it")

@@ -126,7 +126,8 @@ _RULES = [
          "NumPy call Dynamo cannot translate",
          "Dynamo traces most NumPy through torch._numpy, but not every function: ufunc methods "
          "(`np.add.at`) and the functions torch._numpy lacks (`np.interp`, `np.nanmean`, most of "
-         "`np.random`, e.g. `np.random.beta`: GB0294) run in Python.",
+         "`np.random`, e.g. `np.random.beta`: GB0294) run in Python; `np.cov`/`np.corrcoef` check "
+         "their input's values in Python inside the translation (GB0033).",
          "Use the torch equivalent (e.g. `torch.distributions.Beta(a, b).sample()`).",
          "GB0290", "attempted to trace numpy.* function as a method"),
     Rule("FL123", "rnn-module", GRAPH_BREAK,
