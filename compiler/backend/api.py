@@ -22,7 +22,7 @@ from .ir import Node
 from .loops import optimize
 from .lowering import lower
 from .memplan import plan_memory
-from .patterns import fuse_attention
+from .patterns import rewrite
 from .runtime import Runner, Unit
 from .scheduler import Kernel, Store, schedule
 
@@ -89,9 +89,10 @@ def build(gm: torch.fx.GraphModule, example_inputs, device_backend: str = "cpp")
     """Compile for exactly these input shapes/strides; returns (runner, info)."""
     info = CompileInfo(backend=device_backend)
     t0 = time.perf_counter()
-    rewritten = fuse_attention(gm) if device_backend == "cpp" else gm
+    rewritten = rewrite(gm) if device_backend == "cpp" else gm
     if rewritten is not gm:
-        debug.log(2, "attention pattern -> scaled_dot_product_attention")
+        debug.log(2, "rewritten: " + ", ".join(str(n.target) for n in rewritten.graph.nodes
+                                                if n.op == "call_function" and "val" not in n.meta) or "patterns")
         _ensure_meta(rewritten, example_inputs)
     program = lower(rewritten, example_inputs)
     debug.log(3, "lowered program:\n" + debug.describe_program(program))

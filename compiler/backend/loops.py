@@ -1,11 +1,13 @@
-"""Loop-level passes on kernels: dead-code elimination and loop coalescing.
+"""Loop-level passes on kernels: dead-code elimination, loop coalescing, invariant divisions.
 
 Coalescing merges adjacent loops when every index expression stays free of division after the merge
 (contiguous accesses), so the innermost loop is long and unit-stride - the shape vectorizers want.
+A division by a value that does not change along the innermost loop (softmax's `/ sum`) becomes a
+multiplication by its reciprocal, computed once per row (as torch's own softmax does).
 """
 from __future__ import annotations
 
-from .ir import const, substitute, var, walk
+from .ir import Expr, const, rebuild, substitute, var, walk, with_args
 from .scheduler import Kernel, Reduce, Store
 from .simplify import simplify
 
@@ -70,10 +72,34 @@ def drop_unit_loops(kernel: Kernel) -> None:
         map_kernel(kernel, lambda e: simplify(substitute(e, mapping), ranges))
 
 
+def hoist_divisions(kernel: Kernel) -> None:
+    """x / d -> x * (1 / d) for floating d invariant along the innermost loop of its statement."""
+    def rewrite(e, loop_var):
+        if loop_var is None:
+            return e
+        varying: dict = {}
+        for n in walk([e]):
+            varying[n] = (n.op == "var" and n.arg == loop_var) or any(varying[a] for a in n.args)
+
+        def fn(node, args):
+            if node.op == "truediv" and node.dtype.is_floating_point and not varying[node.args[1]]:
+                return Expr("mul", (args[0], Expr("reciprocal", (args[1],), None, node.dtype)), None, node.dtype)
+            return with_args(node, args)
+        return rebuild([e], fn)[0]
+
+    if kernel.rsizes and any(isinstance(s, Reduce) for p in kernel.phases for s in p):
+        loop_var = f"r{len(kernel.rsizes) - 1}"
+    else:
+        loop_var = f"x{len(kernel.xsizes) - 1}" if kernel.xsizes else None
+    kernel.phases = [[Reduce(s.acc, s.rtype, rewrite(s.value, loop_var)) if isinstance(s, Reduce)
+                      else Store(s.buf, s.index, rewrite(s.value, loop_var)) for s in phase] for phase in kernel.phases]
+
+
 def optimize(kernel: Kernel) -> Kernel:
     eliminate_dead(kernel)
     drop_unit_loops(kernel)
     coalesce(kernel)
+    hoist_divisions(kernel)
     return kernel
 
 

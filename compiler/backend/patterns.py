@@ -1,8 +1,11 @@
 """Rewrites of the aten graph before lowering, for computations torch has a better kernel for.
 
-`fuse_attention`: `softmax(q @ k^T * c) @ v` (two bmm's around a decomposed softmax over the last
-dim) becomes one `scaled_dot_product_attention` call, as Inductor does: torch's fused CPU kernel
-never writes the L x S score matrix. Everything in between must be used only by the pattern.
+- attention: `softmax(q @ k^T * c) @ v` (two bmm's around a decomposed softmax over the last dim)
+  becomes one `scaled_dot_product_attention` call, as Inductor does: torch's fused CPU kernel never
+  writes the L x S score matrix. Everything in between must be used only by the pattern.
+- linear: `addmm(b, x, w.t())`, with a following relu or gelu if any, becomes one oneDNN
+  `mkldnn._linear_pointwise` call with the activation fused as a post-op (faster than MKL's GEMM
+  here for all but small products, and the activation costs no extra pass).
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import torch.fx
 
 aten = torch.ops.aten
 SDPA = aten.scaled_dot_product_attention.default
+LINEAR = torch.ops.mkldnn._linear_pointwise.default
 VIEWS = {aten.view.default, aten._unsafe_view.default, aten.reshape.default}
 
 
@@ -117,38 +121,105 @@ def _feeds_only(n, inside) -> bool:
     return all(u in inside or _feeds_only(u, inside) for u in n.users)
 
 
-def fuse_attention(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    """`gm` with every naive attention rewritten (a copy; `gm` itself if there is none). The
-    copy's nodes have no "val" metadata: the caller propagates it again."""
-    if not any(_is(n, aten.bmm.default) and _match(n) for n in gm.graph.nodes):
+def _attention(graph: torch.fx.Graph, b2) -> list:
+    """Rewrite b2 = bmm(softmax(bmm(q, kT) * c), v) into one SDPA call; returns the new nodes."""
+    found = _match(b2)
+    if found is None or not _private(found[4], b2):
+        return []
+    q, kt, v, scale, _ = found
+    with graph.inserting_before(b2):
+        k = graph.call_function(aten.transpose.int, (kt, -1, -2))
+        att = graph.call_function(SDPA, (q, k, v, None, 0.0, False), {"scale": scale})
+        flat = graph.call_function(aten.reshape.default, (att, list(_val(b2).shape)))
+    shape4 = tuple(_val(q).shape[:-1]) + tuple(_val(v).shape[-1:])
+    for user in list(b2.users):  # the usual view back to [..., L, E]: the attention output itself
+        if _is(user, *VIEWS) and tuple(_val(user).shape) == shape4:
+            user.replace_all_uses_with(att)
+    b2.replace_all_uses_with(flat)
+    return [k, att, flat]
+
+
+LINEAR_MIN = 1 << 22   # m*k*n: below this oneDNN's call overhead outweighs its faster GEMM
+ACTIVATIONS = {aten.relu.default: ("relu", ""), aten.gelu.default: ("gelu", None)}
+
+
+def _linear_match(mm):
+    """(x, w, bias or None, activation node or None) for mm = addmm(b, x, w.t()) / mm(x, w.t())
+    on float32 CPU tensors big enough, w contiguous [n, k]."""
+    bias, (x, wt) = (mm.args[0], mm.args[1:3]) if _is(mm, aten.addmm.default) else (None, mm.args[:2])
+    if mm.kwargs or len(mm.args) > (3 if bias is not None else 2):
+        return None  # addmm's beta/alpha
+    if not (_is(wt, aten.permute.default) and list(wt.args[1]) == [1, 0]) and not _is(wt, aten.t.default):
+        return None
+    w = wt.args[0]
+    vals = [_val(t) for t in (x, w) + ((bias,) if bias is not None else ())]
+    if any(t is None or t.dtype != torch.float32 or t.device.type != "cpu" for t in vals):
+        return None
+    (m, k), (n, _) = vals[0].shape, vals[1].shape
+    if m * k * n < LINEAR_MIN or not vals[1].is_contiguous() or (bias is not None and tuple(vals[2].shape) != (n,)):
+        return None
+    act = next(iter(mm.users)) if len(mm.users) == 1 else None
+    if act is None or not _is(act, *ACTIVATIONS) or (act.target is aten.gelu.default and act.kwargs.get(
+            "approximate", "none") not in ("none", "tanh")):
+        act = None
+    return x, w, bias, act
+
+
+def _linear(graph: torch.fx.Graph, mm) -> list:
+    """addmm(b, x, w.t()) [+ relu/gelu] -> one oneDNN linear with the activation fused."""
+    found = _linear_match(mm)
+    if found is None:
+        return []
+    x, w, bias, act = found
+    attr, algorithm = ACTIVATIONS[act.target] if act is not None else ("none", "")
+    if act is not None and act.target is aten.gelu.default:
+        algorithm = act.kwargs.get("approximate", "none")
+    end = act if act is not None else mm
+    with graph.inserting_before(end):
+        lin = graph.call_function(LINEAR, (x, w, bias, attr, [], algorithm))
+    end.replace_all_uses_with(lin)
+    return [lin]
+
+
+REWRITES = ((lambda n: _is(n, aten.bmm.default), _match, _attention),
+            (lambda n: _is(n, aten.addmm.default, aten.mm.default), _linear_match, _linear))
+
+
+def rewrite(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """`gm` with the patterns above rewritten: a copy, or `gm` itself when none applies. New nodes
+    get their metadata from the fake tensors of their inputs (else the caller propagates it)."""
+    if not any(applies(n) and match(n) for n in gm.graph.nodes for applies, match, _ in REWRITES):
         return gm
     graph = torch.fx.Graph()
-    out = graph.graph_copy(gm.graph, {})
-    graph.output(out)
-    changed = False
-    for b2 in [n for n in graph.nodes if _is(n, aten.bmm.default)]:
-        found = _match(b2)
-        if found is None or not _private(found[4], b2):
-            continue
-        q, kt, v, scale, _ = found
-        with graph.inserting_before(b2):
-            k = graph.call_function(aten.transpose.int, (kt, -1, -2))
-            att = graph.call_function(SDPA, (q, k, v, None, 0.0, False), {"scale": scale})
-            flat = graph.call_function(aten.reshape.default, (att, list(_val(b2).shape)))
-        for n in (k, att, flat):
-            n.meta["stack_trace"] = b2.meta.get("stack_trace")
-        shape4 = tuple(_val(q).shape[:-1]) + tuple(_val(v).shape[-1:])
-        for user in list(b2.users):  # the usual view back to [..., L, E]: the attention output itself
-            if _is(user, *VIEWS) and tuple(_val(user).shape) == shape4:
-                user.replace_all_uses_with(att)
-        b2.replace_all_uses_with(flat)
-        changed = True
-    if not changed:
-        return gm
+    graph.output(graph.graph_copy(gm.graph, {}))
+    new = []
+    for applies, _, apply in REWRITES:
+        for n in [n for n in graph.nodes if applies(n)]:
+            if n.users:  # an earlier rewrite may have made it dead
+                new += apply(graph, n)
     graph.eliminate_dead_code()
-    for n in graph.nodes:
-        n.meta.pop("val", None)
+    alive = set(graph.nodes)
+    _fill_meta([n for n in new if n in alive], graph)
     return torch.fx.GraphModule(gm, graph)
 
 
-__all__ = ["fuse_attention"]
+def _fill_meta(new, graph):
+    """Stack traces from the nodes they replace, and "val" metadata computed on fake tensors shaped
+    like their inputs' (values of any origin: fake tensors of other modes, real tensors)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.utils import _pytree as pytree
+    for n in new:
+        n.meta["stack_trace"] = next((u.meta.get("stack_trace") for u in n.all_input_nodes
+                                      if u.meta.get("stack_trace")), None)
+    with FakeTensorMode():
+        def fake(a):
+            v = a.meta.get("val") if isinstance(a, torch.fx.Node) else a
+            if isinstance(v, torch.Tensor):
+                return torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device=v.device)
+            return v
+        for n in new:
+            args, kwargs = pytree.tree_map(fake, (n.args, n.kwargs))
+            n.meta["val"] = n.target(*args, **kwargs)
+
+
+__all__ = ["rewrite"]

@@ -4,7 +4,7 @@ import torch.nn.functional as F
 
 from fl_helpers import aten_graph
 from fuselens.compiler.backend.ir import Buffer, binary, const, load, substitute, var
-from fuselens.compiler.backend.loops import coalesce, drop_unit_loops, eliminate_dead
+from fuselens.compiler.backend.loops import coalesce, drop_unit_loops, eliminate_dead, hoist_divisions
 from fuselens.compiler.backend.lowering import lower
 from fuselens.compiler.backend.memplan import plan_memory
 from fuselens.compiler.backend.scheduler import Kernel, Reduce, Store, acc_ref, schedule
@@ -100,6 +100,17 @@ def test_coalesce_merges_contiguous_loops_only():
     unit = Kernel("k", [1, 8], [], [[Store("o", x1, load("a", x1, f32))]], [], [])
     drop_unit_loops(unit)
     assert unit.xsizes == [8]
+
+
+def test_divisions_by_row_invariants_become_reciprocal_products():
+    r0 = var("r0")
+    row = load("a", r0, f32)
+    k = Kernel("k", [4], [8], [[Reduce("s", "sum", row)],
+                               [Store("o", r0, row / acc_ref("s", f32)), Store("p", r0, row / (row + const(1.0)))]], [], [])
+    hoist_divisions(k)
+    (by_sum, by_row) = k.phases[1]
+    assert by_sum.value.op == "mul" and by_sum.value.args[1].op == "reciprocal"
+    assert by_row.value.op == "truediv"  # varies with r0: stays a division
 
 
 def test_memory_plan_writes_matmul_epilogue_in_place():
