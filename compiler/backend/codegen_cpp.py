@@ -7,7 +7,7 @@ loops; no <cmath> keeps a compile near 0.1 s. Expressions: `cpp_expr.py`; reduct
 """
 from __future__ import annotations
 
-from .codegen_cpp_reduce import PARALLEL_MIN, ReductionWriter, outer_mode
+from .codegen_cpp_reduce import PARALLEL_MIN, ReductionWriter, broadcast_caches, outer_mode
 from .cpp_expr import CTYPES, LIBMVEC, PRELUDE, ExprPrinter, declare_math
 from .ir import prod, walk
 from .scheduler import Kernel, Reduce, Store
@@ -81,8 +81,17 @@ class KernelWriter:
             outer = f"#pragma omp parallel for schedule(static){collapse} {par}"
         else:
             outer = None
+        inner, bound = f"x{len(k.xsizes) - 1}", {}
+        for i, e in enumerate(broadcast_caches(k)):  # before the loops: once, not once per row
+            self.lines.append(f"  {CTYPES[e.dtype]} bc{i}[{k.xsizes[-1]}];")
+            self.lines.append("  #pragma omp simd")
+            self.lines.append(f"  for (i64 {inner} = 0; {inner} < {k.xsizes[-1]}LL; {inner}++) {{")
+            (value,) = printer.emit([e], self.lines, "    ", {})
+            self.lines.append(f"    bc{i}[{inner}] = {value};")
+            self.lines.append("  }")
+            bound[e] = f"bc{i}[{inner}]"
         indent = self.loops("x", k.xsizes, "  ", outer_pragma=outer)
-        self.stores(k.phases[0] if k.phases else [], printer, indent, {})
+        self.stores(k.phases[0] if k.phases else [], printer, indent, bound)
         self.close(len(k.xsizes), indent)
 
 

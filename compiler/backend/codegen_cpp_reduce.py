@@ -68,6 +68,40 @@ def _phase_roots(phase):
     return [x for s in phase for x in ((s.value,) if isinstance(s, Reduce) else (s.index, s.value))]
 
 
+def _costs(roots) -> dict:
+    cost: dict = {}
+    for n in walk(roots):
+        own = 8 if n.op in COSTLY else (0 if n.op in ("const", "var", "acc") else 1)
+        cost[n] = own + sum(cost[a] for a in n.args)
+    return cost
+
+
+def broadcast_caches(kernel: Kernel) -> list:
+    """Costly values of a pointwise kernel that depend on the innermost loop only (`row.exp()`
+    broadcast over rows): computed once into a buffer before the loops, not once per row."""
+    if len(kernel.xsizes) < 2 or kernel.xsizes[-1] > ROW_CACHE_MAX or not kernel.phases:
+        return []
+    inner = f"x{len(kernel.xsizes) - 1}"
+    roots = _phase_roots(kernel.phases[0])
+    cost = _costs(roots)
+    free: dict = {}
+    for n in walk(roots):
+        free[n] = {n.arg} if n.op == "var" else set().union(*(free[a] for a in n.args))
+    written = {s.buf for s in kernel.phases[0] if isinstance(s, Store)}
+    chosen, stack, seen = [], list(roots), set()
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if n.dtype != INDEX and cost[n] >= 8 and free[n] == {inner} and not any(
+                m.op == "load" and m.arg in written for m in walk([n])):
+            chosen.append(n)
+            continue
+        stack.extend(n.args)
+    return chosen
+
+
 def row_caches(kernel: Kernel) -> list:
     """[(expr, first phase)]: costly values depending on r that a later phase computes again;
     the largest such sub-expressions, each computed once per element."""
@@ -77,10 +111,7 @@ def row_caches(kernel: Kernel) -> list:
     for q, phase in enumerate(kernel.phases):
         for n in walk(_phase_roots(phase)):
             first.setdefault(n, q)
-    cost: dict = {}
-    for n in walk([x for p in kernel.phases for x in _phase_roots(p)]):
-        own = 8 if n.op in COSTLY else (0 if n.op in ("const", "var", "acc") else 1)
-        cost[n] = own + sum(cost[a] for a in n.args)
+    cost = _costs([x for p in kernel.phases for x in _phase_roots(p)])
     chosen: dict = {}
     for p, phase in enumerate(kernel.phases):
         stack = list(_phase_roots(phase))

@@ -213,3 +213,8 @@ def test_copies_of_inputs_do_not_alias_them_but_views_do():
     torch.testing.assert_close(clone[0], x)
     (view,) = compile_graph(aten_graph(lambda x: (x.view(-1),), x), [x])(x)
     assert view.data_ptr() == x.data_ptr()
+
+
+def test_costly_row_broadcast_values_are_computed_once_per_kernel():
+    info = check(lambda x, row: (x + row) * 2 - row.exp() * row.sigmoid(), X, Y)
+    assert "bc0[" in info.source  # exp/sigmoid of the broadcast row: before the loops, not per row
