@@ -43,6 +43,8 @@ BUILTIN = {"sqrt": "__builtin_sqrt", "abs": "__builtin_fabs", "floor": "__builti
            "trunc": "__builtin_trunc", "round": "__builtin_nearbyint"}
 INFIX = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
          "eq": "==", "ne": "!=", "and": "&&", "or": "||", "xor": "!="}
+TEMPLATES = {"where": "({0} ? {1} : {2})", "neg": "(-{0})", "not": "(!{0})", "bitnot": "(~{0})",
+             "isnan": "({0} != {0})"}
 INIT = {"sum": lambda t: "0", "max": lambda t: _lowest(t, True), "min": lambda t: _lowest(t, False)}
 
 
@@ -127,16 +129,8 @@ class ExprPrinter:
                 return f"fl_{op}<{CTYPES[t]}>({a[0]}, {a[1]})"
             cmp = ">" if op == "max" else "<"
             return f"({a[0]} {cmp} {a[1]} ? {a[0]} : {a[1]})"
-        if op == "where":
-            return f"({a[0]} ? {a[1]} : {a[2]})"
-        if op == "neg":
-            return f"(-{a[0]})"
-        if op == "not":
-            return f"(!{a[0]})"
-        if op == "bitnot":
-            return f"(~{a[0]})"
-        if op == "isnan":
-            return f"({a[0]} != {a[0]})"
+        if op in TEMPLATES:
+            return TEMPLATES[op].format(*a)
         if op == "sign":
             return f"(({CTYPES[t]})(({a[0]} > 0) - ({a[0]} < 0)))"
         if op == "checkidx":
