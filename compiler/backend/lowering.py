@@ -203,6 +203,8 @@ class Lowering:
         if fn is not None:
             try:
                 out = fn(self, n, *args, **kwargs)
+                if isinstance(out, TV) and prod(out.shape) == 0:
+                    raise Unsupported("empty result")  # nothing to compute: torch makes the empty tensor
                 if isinstance(out, TV):
                     out = TV(out.shape, out.dtype, out.expr, out.origins | {n.name})
                     out = self.maybe_realize(n, out)
@@ -285,8 +287,8 @@ def pointwise(lo: Lowering, n, fn, *inputs, compute=None) -> TV:
     shape, dtype = lo.meta(n)
     idx = ivars(len(shape))
     compute = compute or dtype
-    if compute not in SUPPORTED_DTYPES:
-        raise Unsupported(f"dtype {compute}")
+    if compute not in SUPPORTED_DTYPES or any(isinstance(x, TV) and x.dtype not in SUPPORTED_DTYPES for x in inputs):
+        raise Unsupported(f"dtype {compute} or an input's (complex, half)")
     exprs = [to_expr(broadcast(x, shape, idx), compute) if isinstance(x, (TV, int, float, bool)) else x
              for x in inputs]
     return TV(shape, dtype, cast(fn(*exprs), dtype), origins_of(*inputs))
@@ -309,8 +311,8 @@ def reduction(lo: Lowering, n, tv: TV, dims, rtype: str, keepdim: bool, dtype, b
     """A reduction node over `dims` of tv, returned as a lazy load of its (contiguous) result."""
     rank = len(tv.shape)
     dims = sorted({d % rank for d in dims}) if dims else list(range(rank))
-    if rank == 0 or prod(tv.shape) == 0 or dtype not in SUPPORTED_DTYPES:
-        raise Unsupported("degenerate reduction")
+    if rank == 0 or prod(tv.shape) == 0 or dtype not in SUPPORTED_DTYPES or tv.dtype not in SUPPORTED_DTYPES:
+        raise Unsupported("degenerate reduction or unsupported dtype")
     kept = [d for d in range(rank) if d not in dims]
     out_shape = tuple(tv.shape[d] for d in kept)
     buf = lo.new_buffer(out_shape, dtype)

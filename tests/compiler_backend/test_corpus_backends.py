@@ -1,9 +1,11 @@
 """The analyzer's corpus (realistic model code, tests/corpus/) through fuselens.compile with the
-FuseLens code generator: every case matches eager, as tests/capture/test_corpus.py checks for the
-default back end. Training cases run their regions through AOT autograd with compiled forward and
-backward graphs."""
+FuseLens code generator, on C++ kernels (`backend="fuselens"`: regions whose inputs require grad
+compile forward and backward through AOT autograd) and on Triton kernels (through the interpreter
+when it is in use): every case matches eager, as tests/capture/test_corpus.py checks for the
+default back end."""
 import contextlib
 import io
+import os
 import random
 import warnings
 
@@ -11,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from fuselens.compiler.backend import compile_graph
 from fuselens.compiler.capture import compile as fl_compile
 from tests.capture import agreement
 from tests.capture.harness import run_once, same
@@ -32,14 +35,26 @@ CAPTURE_AUTOGRAD = {
 }
 
 
+def _triton(gm, example_inputs):
+    return compile_graph(gm, example_inputs, device_backend="triton")
+
+
+BACKENDS = {"cpp": "fuselens", "triton": _triton}
+
+
 def _cases():
     out = []
     for path in FILES:
         module, _ = ORACLE.load_fixture(path)
         for name in getattr(module, "CASES", {}):
             key = f"{path.stem}:{name}"
-            marks = [pytest.mark.xfail(reason=CAPTURE_AUTOGRAD[key], strict=True)] if key in CAPTURE_AUTOGRAD else []
-            out.append(pytest.param(path, name, id=key, marks=marks))
+            for backend in BACKENDS:
+                marks = []
+                if backend == "cpp" and key in CAPTURE_AUTOGRAD:
+                    marks.append(pytest.mark.xfail(reason=CAPTURE_AUTOGRAD[key], strict=True))
+                if backend == "triton" and os.environ.get("TRITON_INTERPRET") != "1":
+                    marks.append(pytest.mark.skip(reason="the Triton interpreter is not in use"))
+                out.append(pytest.param(path, name, backend, id=f"{backend}:{key}", marks=marks))
     return out
 
 
@@ -49,10 +64,12 @@ def _seed():
     np.random.seed(0)
 
 
-@pytest.mark.parametrize("path,name", _cases())
-def test_corpus_case_matches_eager_on_cpp_kernels(path, name, monkeypatch):
+@pytest.mark.parametrize("path,name,backend", _cases())
+def test_corpus_case_matches_eager(path, name, backend, monkeypatch):
     if name in NOT_COMPARABLE:
         pytest.skip("nondeterministic by design")
+    if backend == "triton":
+        pytest.importorskip("triton")
     monkeypatch.delenv("FUSELENS_STRICT", raising=False)  # graphs with mutations run with torch
     make = ORACLE.load_fixture(path)[0].CASES[name]
     _seed()
@@ -64,7 +81,7 @@ def test_corpus_case_matches_eager_on_cpp_kernels(path, name, monkeypatch):
         _seed()
         ref = run_once(eager_root, args, {})
         _seed()
-        got = run_once(fl_compile(compiled_root, backend="fuselens"), args2, {})
+        got = run_once(fl_compile(compiled_root, backend=BACKENDS[backend]), args2, {})
     diff = same(ref[0], got[0], atol=1e-4, rtol=1e-3)
     assert diff is None, diff
     assert ref[1] == got[1], f"printed {got[1]!r}, eager printed {ref[1]!r}"

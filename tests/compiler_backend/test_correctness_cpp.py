@@ -218,3 +218,14 @@ def test_copies_of_inputs_do_not_alias_them_but_views_do():
 def test_costly_row_broadcast_values_are_computed_once_per_kernel():
     info = check(lambda x, row: (x + row) * 2 - row.exp() * row.sigmoid(), X, Y)
     assert "bc0[" in info.source  # exp/sigmoid of the broadcast row: before the loops, not per row
+
+
+def test_complex_inputs_stay_with_torch():
+    z = torch.randn(5, dtype=torch.complex64)
+    info = check(lambda z: (z.abs() * 2, z.angle(), z.abs().sum()), z, min_kernels=0)
+    assert all(dtype != "complex64" for d in info.kernel_details for _, _, dtype, _ in d.buffers)
+
+
+def test_empty_results():
+    idx = torch.zeros(0, dtype=torch.int64)
+    check(lambda x, i: (x[i] * 2, x[:0] + 1, x.sum() + 1), Y, idx, min_kernels=1)
