@@ -136,8 +136,7 @@ class Runner:
     # ---- code generation -------------------------------------------------------------------------
     def _matcher(self):
         em = _Emitter()
-        names = [f"a{i}" for i in range(len(self.signature))]
-        tests = [f"len(args) == {len(names)}"]
+        tests = [f"len(args) == {len(self.signature)}"]
         for i, (shape, strides, dtype) in enumerate(self.signature):
             d = em.const(dtype, "D")
             tests.append(f"isinstance(args[{i}], Tensor) and args[{i}].dtype is {d} and args[{i}].shape == "
