@@ -73,7 +73,8 @@ class Analysis:
 
     def evaluate(self, function: FunctionInfo, mode: str, params: tuple, chain: tuple, depth: int):
         """Walks `function` (or reuses a memoised walk); returns (return type, breaks?)."""
-        if function.node is None:  # does not parse (yet): nothing to follow
+        if function.node is None:  # does not parse (yet): nothing to follow, but its syntax error is reported
+            self.deps[id(function)] = (function, function.block)
             return _UNKNOWN
         key = (function.module.path, function.qualname, function.segment, mode, params)
         outcome = self._returns.get(key)
