@@ -17,60 +17,12 @@ import sys
 import time
 
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compiler_cases import (broadcast, layernorm, logsoftmax_nll, pointwise_chain, residual_norm,  # noqa: E402
+                            rmsnorm, rope, softmax, sum_dim0, sum_lastdim, swiglu)
 from fuselens.compiler.backend import fuselens_backend  # noqa: E402
-
-
-def pointwise_chain(x):
-    y = x * 1.5 + 0.5
-    for _ in range(4):
-        y = torch.sigmoid(y) * y - 0.1 * y.abs() + torch.tanh(y)
-    return y
-
-
-def broadcast(x, row, col):
-    return (x + row) * col - row.exp()
-
-
-def swiglu(g, u):
-    return F.silu(g) * u
-
-
-def softmax(x):
-    return torch.softmax(x, -1)
-
-
-def logsoftmax_nll(x, t):
-    return F.nll_loss(F.log_softmax(x, -1), t)
-
-
-def layernorm(x, w, b):
-    return F.layer_norm(x, x.shape[-1:], w, b)
-
-
-def rmsnorm(x, w):
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
-
-
-def residual_norm(x, r, w, b):
-    h = x + r
-    return F.layer_norm(h, h.shape[-1:], w, b), h
-
-
-def sum_lastdim(x):
-    return x.sum(-1)
-
-
-def sum_dim0(x):
-    return x.sum(0)
-
-
-def rope(x, cos, sin):
-    half = x.shape[-1] // 2
-    rotated = torch.cat([-x[..., half:], x[..., :half]], -1)
-    return x * cos + rotated * sin
 
 
 def cases(scale: float):
