@@ -40,6 +40,7 @@ class FileAgreement:
     expected: set = field(default_factory=set)  # (line, rule) from annotations
     observed: set = field(default_factory=set)  # (line, rule) seen by capture
     predicted: set = field(default_factory=set)  # lines where the static analyzer reports a graph break
+    lines: list = field(default_factory=list)  # the fixture's source lines
     reasons: dict = field(default_factory=dict)  # (line, rule) -> capture's reason text
     errors: list = field(default_factory=list)
     explained: list = field(default_factory=list)  # (kind, line, rule, why)
@@ -225,13 +226,10 @@ def run(files) -> list[FileAgreement]:
         path = Path(path).resolve()
         result = capture_breaks(path, oracle)
         result.predicted = analyzer_breaks(path)
-        compare(result, path.read_text().splitlines())
+        result.lines = path.read_text().splitlines()
+        compare(result, result.lines)
         out.append(result)
     return out
-
-
-def lines_of(path: Path) -> list[str]:
-    return path.read_text().splitlines()
 
 
 def main(argv=None) -> int:
@@ -245,8 +243,8 @@ def main(argv=None) -> int:
         dynamo, captured = {line for line, _ in r.expected}, {line for line, _ in r.observed}
         both = dynamo & captured
         all_three += len(both & r.predicted)
-        total_exp += len({line for line, _ in r.expected})
-        total_obs += len({line for line, _ in r.observed})
+        total_exp += len(dynamo)
+        total_obs += len(captured)
         agree += len(both)
         print(f"{r.path.name}: expected {len(r.expected)} break lines, capture saw {len(r.observed)}, "
               f"same lines {len(both)}")
@@ -259,7 +257,7 @@ def main(argv=None) -> int:
         for line in sorted(dynamo ^ r.predicted):
             who = "analyzer only" if line in r.predicted else "analyzer misses"
             print(f"  static {line}: {who} (capture {'breaks' if line in captured else 'does not'}) "
-                  f"| {lines_of(r.path)[line - 1].strip()[:90]}")
+                  f"| {r.lines[line - 1].strip()[:90]}")
         bad += len(r.unexplained)
     print(f"total: {agree} break lines in agreement; annotated {total_exp}, observed {total_obs}; "
           f"unexplained {bad}; Dynamo, capture and the analyzer agree on {all_three}")
