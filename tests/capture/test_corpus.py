@@ -14,7 +14,7 @@ from . import agreement
 from .harness import run_once, same
 
 ORACLE = agreement._oracle()
-FILES = sorted((agreement.ROOT / "tests" / "corpus").glob("*.py"))
+FILES = agreement.CORPUS
 
 
 def _cases():
@@ -27,10 +27,7 @@ def _cases():
 
 
 CASES = _cases()
-# Cases whose result cannot match by design: they return ids/uuids/clock readings, or (GuardedPrint)
-# print only `if not torch.compiler.is_compiling()`, which is True under fuselens.compile as under
-# torch.compile.
-NOT_COMPARABLE = {"hash_of_tensor", "stamp_run", "timestamped", "timed_step", "GuardedPrint"}
+NOT_COMPARABLE = agreement.NOT_COMPARABLE
 
 
 @pytest.mark.parametrize("path,name", CASES, ids=[f"{p.stem}:{n}" for p, n in CASES])

@@ -19,9 +19,8 @@ from tests.capture import agreement
 from tests.capture.harness import run_once, same
 
 ORACLE = agreement._oracle()
-FILES = sorted((agreement.ROOT / "tests" / "corpus").glob("*.py"))
-# Results that cannot match by design (ids, clock readings; see tests/capture/test_corpus.py).
-NOT_COMPARABLE = {"hash_of_tensor", "stamp_run", "timestamped", "timed_step", "GuardedPrint"}
+FILES = agreement.CORPUS
+NOT_COMPARABLE = agreement.NOT_COMPARABLE
 # Failing the same way when the compiled graphs are replaced by plain torch calls: the capture
 # front end's AOT-autograd path for regions whose inputs require grad, not this code generator.
 CAPTURE_AUTOGRAD = {
