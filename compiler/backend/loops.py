@@ -3,11 +3,12 @@
 Coalescing merges adjacent loops when every index expression stays free of division after the merge
 (contiguous accesses), so the innermost loop is long and unit-stride - the shape vectorizers want.
 A division by a value that does not change along the innermost loop (softmax's `/ sum`) becomes a
-multiplication by its reciprocal, computed once per row (as torch's own softmax does).
+multiplication by its reciprocal, computed once per row (as torch's own softmax does), unless the
+quotient feeds a rounding or comparison, where the last ulp matters.
 """
 from __future__ import annotations
 
-from .ir import Expr, const, rebuild, substitute, var, walk, with_args
+from .ir import COMPARE, Expr, const, rebuild, substitute, var, walk, with_args
 from .scheduler import Kernel, Reduce, Store
 from .simplify import simplify
 
@@ -77,12 +78,15 @@ def hoist_divisions(kernel: Kernel) -> None:
     def rewrite(e, loop_var):
         if loop_var is None:
             return e
+        nodes = walk([e])
         varying: dict = {}
-        for n in walk([e]):
+        for n in nodes:
             varying[n] = (n.op == "var" and n.arg == loop_var) or any(varying[a] for a in n.args)
+        exact = _feeding_discontinuities(nodes)
 
         def fn(node, args):
-            if node.op == "truediv" and node.dtype.is_floating_point and not varying[node.args[1]]:
+            if (node.op == "truediv" and node.dtype.is_floating_point and not varying[node.args[1]]
+                    and node not in exact):
                 return Expr("mul", (args[0], Expr("reciprocal", (args[1],), None, node.dtype)), None, node.dtype)
             return with_args(node, args)
         return rebuild([e], fn)[0]
@@ -93,6 +97,19 @@ def hoist_divisions(kernel: Kernel) -> None:
         loop_var = f"x{len(kernel.xsizes) - 1}" if kernel.xsizes else None
     kernel.phases = [[Reduce(s.acc, s.rtype, rewrite(s.value, loop_var)) if isinstance(s, Reduce)
                       else Store(s.buf, s.index, rewrite(s.value, loop_var)) for s in phase] for phase in kernel.phases]
+
+
+def _feeding_discontinuities(nodes: list[Expr]) -> set[Expr]:
+    """Nodes whose value reaches a rounding, comparison or cast to an integer: there x * (1 / d)
+    and x / d, one ulp apart, can give different results (round(x / scale) in fake quantization)."""
+    exact: set[Expr] = set()
+    for n in reversed(nodes):  # parents before children
+        if n in exact or n.op in _DISCONTINUOUS or (n.op == "cast" and not n.dtype.is_floating_point):
+            exact.update(n.args)
+    return exact
+
+
+_DISCONTINUOUS = COMPARE | {"floor", "ceil", "round", "trunc", "sign", "floordiv", "mod", "fmod"}
 
 
 def optimize(kernel: Kernel) -> Kernel:

@@ -90,6 +90,11 @@ class FuseLensBackend(_AtenGraphBackend):
 
         from ..backend import compile_graph, decompositions
 
+        if region.create_graph_line:
+            run, _ = super().compile_autograd(region, example_inputs)
+            return run, (f"eager: create_graph=True at line {region.create_graph_line} differentiates through "
+                         "it twice, which AOT-compiled backward graphs cannot")
+
         def boxed(g, example):
             return make_boxed_func(compile_graph(g, example))
         try:  # traces the joint graph now, on fake copies of the inputs
@@ -104,7 +109,11 @@ class FuseLensBackend(_AtenGraphBackend):
 @functools.lru_cache(maxsize=None)
 def _fuselens_decompositions():
     from ..backend import decompositions
-    return without_random(decompositions())
+    table = without_random(decompositions())
+    # detach stays in the region graph: decomposed to an alias, AOT autograd would differentiate
+    # through it (a detached output would require grad)
+    table.pop(torch.ops.aten.detach.default, None)
+    return table
 
 
 class CallableBackend(_AtenGraphBackend):

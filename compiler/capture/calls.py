@@ -380,8 +380,6 @@ def _len(cap, args, kwargs, node):
         cap.guards_now().type_is(obj.source, type(obj.value))
         cap.guards_now().length(obj.source, len(obj.value))
         return len(obj.value) + (extra or 0)
-        cap.guards_now().length(obj.source, len(obj.value))
-        return len(obj.value)
     if isinstance(obj, torch.nn.Module):
         return len(cap.module_items(obj))
     return len(cap._plain(obj))

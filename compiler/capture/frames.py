@@ -147,6 +147,13 @@ class FuncInfo:
                 raise Unsupported(f"{self.qualname}: return/break/continue inside "
                                   f"`{type(stmt).__name__.lower()}` at line {stmt.lineno}")
 
+        # torch.autograd.grad(..., create_graph=True) here: gradients of gradients flow back
+        # through the regions this function runs (AOT-compiled regions cannot do that)
+        self.create_graph_line = next(
+            (n.lineno for n in _walk_no_scopes(ast.Module(body=list(self.body), type_ignores=[]))
+             if isinstance(n, ast.keyword) and n.arg == "create_graph"
+             and not (isinstance(n.value, ast.Constant) and not n.value.value)), None)
+
     def source_line(self, line: int) -> str:
         return linecache.getline(self.filename, line).strip()
 

@@ -98,10 +98,13 @@ class ObjectMixin:
             key = self.concrete(key)
         if t is Ext:
             value, source = obj.value, obj.source
+            if type(value) is list and type(key) is int and -len(value) <= key < 0:
+                key += len(value)  # the slot a store keyed (the length is guarded below)
             done, stored = self.stored(obj, key)
             if done:
                 return stored
-            self.no_pending(obj)
+            if not self.only_item_stores_pending(obj):  # other slots' stores do not change this one
+                self.no_pending(obj)
             if type(value) in (list, tuple, dict) and type(key) in (int, str) and type(key) is not bool:
                 self.guards_now().type_is(source, type(value))
                 if type(value) is not dict:

@@ -39,6 +39,7 @@ class Region:
         self.run = None
         self.name = ""
         self.autograd = "none needed"
+        self.create_graph_line = None  # set when the code around it differentiates twice
         self.dynamic = False  # some input may come with other sizes (dynamic=True)
 
     # -- undo --

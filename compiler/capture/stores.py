@@ -29,7 +29,12 @@ class StoreMixin:
         self._defer("attr", obj, name, value)
 
     def defer_item_store(self, ext, key, value, node):
-        if type(ext.value) is not dict or type(key) not in (int, str):
+        container = ext.value
+        if type(container) is list and type(key) is int and -len(container) <= key < len(container):
+            self.guards_now().type_is(ext.source, list)
+            self.guards_now().length(ext.source, len(container))
+            key %= len(container)  # one overlay key per slot: lst[-1] and lst[n - 1] are the same
+        elif type(container) is not dict or type(key) not in (int, str):
             raise Break("item assignment on an object from outside the function", None, node)
         self._defer("item", ext, key, value)
 
@@ -62,6 +67,10 @@ class StoreMixin:
     def has_pending(self, ext) -> bool:
         target = id(_obj(ext))
         return any(id(_obj(t)) == target for _, t, _, _ in self.stores)
+
+    def only_item_stores_pending(self, ext) -> bool:
+        target = id(_obj(ext))
+        return all(kind == "item" for kind, t, _, _ in self.stores if id(_obj(t)) == target)
 
     def store_values(self):
         return [x for kind, _, _, v in self.stores for x in (v if kind == "call" else (v,))]

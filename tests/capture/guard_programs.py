@@ -102,6 +102,23 @@ class Scaled(nn.Module):
         return x * self.k
 
 
+class GridCache(nn.Module):
+    """Per-level grids kept in a Python list attribute, rebuilt when the input size changes
+    (YOLO's detection head)."""
+
+    def __init__(self, levels=2):
+        super().__init__()
+        self.grid = [torch.zeros(1)] * levels
+
+    def forward(self, xs):
+        out = []
+        for i, x in enumerate(xs):
+            if self.grid[i].shape != x.shape:
+                self.grid[i] = torch.arange(x.numel(), dtype=x.dtype).view_as(x)
+            out.append(x + self.grid[i] * self.grid[-1].sum())
+        return out
+
+
 class Counter(nn.Module):
     def __init__(self):
         super().__init__()

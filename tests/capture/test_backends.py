@@ -43,6 +43,30 @@ def test_gradients_through_aot_autograd():
     assert rep.regions[0].autograd.startswith("compiled forward and backward")
 
 
+def input_gradient_penalty(x, w):
+    h = torch.tanh(x @ w)
+    g, = torch.autograd.grad(h.sum(), x, create_graph=True)
+    return (g ** 2).sum()
+
+
+def test_second_order_gradients_replay_regions_through_torch():
+    x, w = torch.randn(8, 8, requires_grad=True), torch.randn(8, 8, requires_grad=True)
+    check(input_gradient_penalty, [((x, w), {})], backend="fuselens")  # grads of w need double backward
+    rep = explain(input_gradient_penalty, backend="fuselens")(x, w)
+    assert "create_graph=True at line" in rep.regions[0].autograd
+
+
+def stop_gradient(x, w):
+    h = x @ w
+    return h.detach() * 2, (h * h).sum()
+
+
+def test_detached_region_outputs_do_not_require_grad():
+    x, w = torch.randn(8, 8), torch.randn(8, 8, requires_grad=True)
+    f = check(stop_gradient, [((x, w), {})], backend="fuselens")  # compares requires_grad too
+    assert f._fuselens.variants()[0].regions[0].autograd.startswith("compiled forward and backward")
+
+
 def test_custom_backend_sees_aten_graphs_with_source_lines():
     seen = []
 

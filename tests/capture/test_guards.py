@@ -225,6 +225,17 @@ def test_loop_count_from_argument(n):
     check(gp.repeat, [((torch.randn(3), n), {}), ((torch.randn(3), n + 1), {})])
 
 
+def test_list_slot_stores_stay_in_the_region():
+    m, ref_m = gp.GridCache(), gp.GridCache()
+    f = fl_compile(m)
+    for shapes in ([(2, 3), (4,)], [(2, 3), (4,)], [(2, 5), (4,)]):
+        xs = [torch.randn(s) for s in shapes]
+        ref, got = ref_m(xs), f(xs)
+        assert all(torch.allclose(a, b) for a, b in zip(ref, got))
+        assert all(torch.equal(a, b) for a, b in zip(ref_m.grid, m.grid))
+    assert all(len(v.regions) == 1 and not v.breaks for v in f._fuselens.variants())
+
+
 def test_module_state_mutation_replayed_in_order():
     m = gp.Counter()
     f = fl_compile(m)

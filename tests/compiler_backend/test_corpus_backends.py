@@ -21,17 +21,6 @@ from tests.capture.harness import run_once, same
 ORACLE = agreement._oracle()
 FILES = agreement.CORPUS
 NOT_COMPARABLE = agreement.NOT_COMPARABLE
-# Failing the same way when the compiled graphs are replaced by plain torch calls: the capture
-# front end's AOT-autograd path for regions whose inputs require grad, not this code generator.
-CAPTURE_AUTOGRAD = {
-    "module_state:GradientPenalty": "double backward through an AOT-autograd region",
-    "generative:gradient_penalty": "double backward through an AOT-autograd region",
-    "training:train_step": "backward twice through a region's saved tensors",
-    "module_state:MomentumEncoder": "requires_grad of a region output computed under torch.no_grad",
-    "generative:VAE": "requires_grad of a region output (AOT autograd)",
-    "generative:VAE_eval": "requires_grad of a region output (AOT autograd)",
-    "generative:VectorQuantizer": "requires_grad of a region output (AOT autograd)",
-}
 
 
 def _triton(gm, example_inputs):
@@ -49,8 +38,6 @@ def _cases():
             key = f"{path.stem}:{name}"
             for backend in BACKENDS:
                 marks = []
-                if backend == "cpp" and key in CAPTURE_AUTOGRAD:
-                    marks.append(pytest.mark.xfail(reason=CAPTURE_AUTOGRAD[key], strict=True))
                 if backend == "triton" and os.environ.get("TRITON_INTERPRET") != "1":
                     marks.append(pytest.mark.skip(reason="the Triton interpreter is not in use"))
                 out.append(pytest.param(path, name, backend, id=f"{backend}:{key}", marks=marks))

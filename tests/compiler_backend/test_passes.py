@@ -3,7 +3,7 @@ import torch
 import torch.nn.functional as F
 
 from fl_helpers import aten_graph
-from fuselens.compiler.backend.ir import Buffer, binary, const, load, substitute, var
+from fuselens.compiler.backend.ir import Buffer, binary, const, load, substitute, unary, var
 from fuselens.compiler.backend.loops import coalesce, drop_unit_loops, eliminate_dead, hoist_divisions
 from fuselens.compiler.backend.lowering import lower
 from fuselens.compiler.backend.memplan import plan_memory
@@ -111,6 +111,17 @@ def test_divisions_by_row_invariants_become_reciprocal_products():
     (by_sum, by_row) = k.phases[1]
     assert by_sum.value.op == "mul" and by_sum.value.args[1].op == "reciprocal"
     assert by_row.value.op == "truediv"  # varies with r0: stays a division
+
+
+def test_divisions_feeding_a_rounding_stay_divisions():
+    x0 = var("x0")
+    scale = load("s", const(0), f32)
+    quantized = unary("round", load("a", x0, f32) / scale)
+    k = Kernel("k", [8], [], [[Store("q", x0, quantized), Store("y", x0, load("a", x0, f32) / scale)]], [], [])
+    hoist_divisions(k)
+    (rounded, plain) = k.phases[0]
+    assert rounded.value.args[0].op == "truediv"  # x * (1 / s) can land on the other side of .5
+    assert plain.value.op == "mul" and plain.value.args[1].op == "reciprocal"
 
 
 def test_memory_plan_writes_matmul_epilogue_in_place():
