@@ -49,7 +49,9 @@ class ConfigResolver:
         """Returns (Config, problem message or None)."""
         module = analysis()
         folder = str(Path(path).parent) if path and Path(path).is_absolute() else ""
-        key = folder + "\0" + repr((settings.select, settings.ignore))
+        overrides = {"select": settings.select, "ignore": settings.ignore,
+                     "assume_modules_compiled": settings.assume_modules_compiled}
+        key = folder + "\0" + repr(overrides)
         with self._lock:
             cached = self._by_folder.get(key)
         if cached is not None:
@@ -59,11 +61,12 @@ class ConfigResolver:
             config = module.load_config(Path(folder)) if folder else module.Config()
         except Exception as error:  # ConfigError, or an unreadable file
             config, problem = module.Config(), f"{error} (using defaults)"
-        if settings.select is not None or settings.ignore is not None:
-            try:
-                config = config.with_overrides(select=settings.select, ignore=settings.ignore)
-            except ValueError as error:
-                problem = f"fuselens.select/ignore: {error} (editor selection not applied)"
+        if overrides["assume_modules_compiled"] is None:
+            del overrides["assume_modules_compiled"]
+        try:
+            config = config.with_overrides(**overrides)
+        except ValueError as error:
+            problem = f"fuselens.select/ignore: {error} (editor selection not applied)"
         with self._lock:
             self._by_folder[key] = (config, problem)
         return config, problem

@@ -18,6 +18,8 @@ class Settings:
     # Rule selectors (ids, prefixes or names); None = use [tool.fuselens] / defaults.
     select: tuple[str, ...] | None = None
     ignore: tuple[str, ...] | None = None
+    # Every nn.Module's forward is a compile root; None = use [tool.fuselens] / the default (yes).
+    assume_modules_compiled: bool | None = None
     debounce_ms: int = 250
     # As-you-type analysis skips bigger documents (generated code); `fuselens check` still runs.
     max_file_kb: int = 2048
@@ -64,6 +66,12 @@ def parse_settings(raw: object, base: Settings | None = None) -> tuple[Settings,
             value = string_list(key)
             if value is not None or raw[key] is None:
                 changes[key] = value
+    if "assumeModulesCompiled" in raw:
+        value = raw["assumeModulesCompiled"]
+        if value is None or isinstance(value, bool):
+            changes["assume_modules_compiled"] = value
+        else:
+            problems.append("fuselens.assumeModulesCompiled must be true or false")
     if "debounceMs" in raw:
         value = raw["debounceMs"]
         if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 10_000:

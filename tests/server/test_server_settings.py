@@ -36,3 +36,23 @@ async def test_configuration_is_pulled_and_changes_reanalyse(lsp_client_factory,
     client.set_configuration({"debounceMs": "soon"}, section="fuselens")
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
     await until(lambda: any("debounceMs" in m.message for m in client.messages), message="settings warning")
+
+
+MODULE_ONLY = """import torch
+from torch import nn
+
+
+class Head(nn.Module):
+    def forward(self, x):
+        print(x.shape)
+        return x * 2
+"""
+
+
+async def test_assume_modules_compiled_setting_turns_module_roots_off(lsp_client_factory, tmp_path):
+    client = await lsp_client_factory(options={"settings": {"assumeModulesCompiled": False}})
+    uri = open_document(client, tmp_path / "model.py", MODULE_ONLY)
+    assert list((await published(client, uri, version=1)).diagnostics) == []  # no compile root
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"fuselens": {"assumeModulesCompiled": True}}))
+    await until(lambda: codes(client.diagnostics[uri]) == [(6, "FL110")], message="forward is a root again")
