@@ -172,3 +172,18 @@ def test_random_program_dynamic_sizes(src):
         check(fn, calls, compiled=fl_compile(fn, dynamic=True))
     except AssertionError as e:
         raise AssertionError(f"{e}\nprogram:\n{src}") from None
+
+
+@settings(max_examples=int(os.environ.get("FL_HYP_N", 30)), deadline=None,
+          derandomize=not os.environ.get("FL_HYP_RANDOM"), suppress_health_check=[HealthCheck.too_slow])
+@given(programs())
+def test_random_program_gradients_through_fuselens_kernels(src):
+    """The same grammar on the code generator with inputs that require grad: regions compile forward
+    and backward (AOT autograd); outputs, requires_grad flags and input gradients match eager."""
+    fn = make_function(src, "prog", HELPERS)
+    xg, yg = X.clone().requires_grad_(), Y.clone().requires_grad_()
+    calls = [((xg, yg, 2, True, State()), {}), ((-xg.detach().requires_grad_(), yg, 3, False, State()), {})]
+    try:
+        check(fn, calls, backend="fuselens", atol=1e-4, rtol=1e-3)
+    except AssertionError as e:
+        raise AssertionError(f"{e}\nprogram:\n{src}") from None
