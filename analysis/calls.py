@@ -47,6 +47,10 @@ SKIPPED_LIBRARIES = {"sklearn", "pandas", "networkx", "tqdm", "tabulate", "hypot
 TRACEABLE_LIBRARY_CALLS = {"scipy.special.softmax", "scipy.special.log_softmax"}
 STREAM_CALLS = {"sys.stdout.write", "sys.stderr.write", "sys.stdout.flush", "sys.stderr.flush"}
 AUTOGRAD_CALLS = {"torch.autograd.grad", "torch.autograd.backward"}
+# torch.autograd.functional takes the function to differentiate as an argument, which Dynamo cannot
+# put in a graph (GB0055, measured on 2.13); the torch.func transforms (grad, jacrev, vmap...) trace.
+AUTOGRAD_FUNCTIONAL = {"jacobian": K.T_TENSOR, "hessian": K.T_TENSOR, "vjp": K.T_TENSOR_SEQ,
+                       "jvp": K.T_TENSOR_SEQ, "hvp": K.T_TENSOR_SEQ, "vhp": K.T_TENSOR_SEQ}
 PARAMETER_CALLS = {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
 GRAPH_BREAK_CALLS = {"torch._dynamo.graph_break"}
 # Fields of the named tuples (torch.return_types) that topk, sort, max/min(dim), mode, median,
@@ -126,9 +130,8 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
         if receiver.kind == K.UNKNOWN and func.attr in TENSOR_ONLY_METHODS:
             return tensor_method(walker, node, func.attr, K.T_TENSOR, args, kwargs)
         if receiver.kind == K.OBJ and isinstance(receiver.ref, str):
-            if receiver.ref.startswith("torch.optim.") and func.attr in ("zero_grad", "step"):
-                walker.report("FL121", node, f"Optimizer `.{func.attr}()` is skipped by Dynamo inside compiled code")
-                return K.T_NONE
+            if K.is_training_object(receiver.ref):
+                return training_object_call(walker, node, receiver.ref, func.attr)
             if receiver.ref.startswith("torch.distributions."):
                 return K.T_TENSOR  # sample(), log_prob(), entropy(), ...
             if receiver.ref.startswith("io."):
@@ -191,6 +194,18 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
     return K.T_UNKNOWN
 
 
+def training_object_call(walker, node: ast.Call, cls: str, name: str) -> Ty:
+    """A method of an optimizer, LR scheduler or GradScaler (measured on 2.13: Optimizer.step
+    graph-breaks on purpose in its wrapper, GB0025; zero_grad, state_dict, every scheduler and
+    GradScaler method are marked as skipped, GB0008)."""
+    if name == "step" and "lr_scheduler" not in cls and not cls.endswith(".GradScaler"):
+        walker.report("FL125", node, "`Optimizer.step()` breaks the graph on purpose before and after the update")
+    else:
+        walker.report("FL125", node, f"`{cls.rsplit('.', 1)[1]}.{name}()` is marked as skipped by Dynamo: "
+                                     f"the graph breaks")
+    return K.T_TENSOR if name == "scale" else K.T_UNKNOWN
+
+
 def dict_method(name: str, receiver: Ty) -> Ty:
     values = receiver.ref if isinstance(receiver.ref, Ty) else K.T_UNKNOWN
     if name in ("get", "pop", "setdefault"):
@@ -248,7 +263,8 @@ def builtin_call(walker, node: ast.Call, name: str, args: list[Ty], kwargs: dict
         for arg, ty in zip(node.args, args):
             if ty.is_tensor:
                 walker.report("FL102", arg, "range() over a tensor bound reads its value on the host")
-        return K.seq_of(Ty(K.INT, shape_derived=any(t.shape_derived for t in args)))
+        sized = any(t.shape_derived for t in args)
+        return Ty(K.SEQ, ref=Ty(K.INT, shape_derived=sized), shape_derived=sized)
     if name in ("getattr", "hasattr", "setattr") and first.kind == K.LOGGER:
         walker.report("FL111", node, f"{name}() on a logging.Logger is not traceable")
     key_types = _walk_key_lambdas(walker, node, name, first)
@@ -267,10 +283,12 @@ def builtin_call(walker, node: ast.Call, name: str, args: list[Ty], kwargs: dict
             return K.T_SHAPE
         return first if first.kind == K.SEQ else K.seq_of(K.T_UNKNOWN)
     if name == "enumerate":
-        return K.seq_of(Ty(K.SEQ, items=(K.T_INT, walker.element_type(first))))
+        return Ty(K.SEQ, ref=Ty(K.SEQ, items=(K.T_INT, walker.element_type(first))),
+                  shape_derived=K.sized_by_shape(first))
     if name == "zip":
         elements = tuple(walker.element_type(arg) for arg in args)
-        return K.seq_of(Ty(K.SEQ, ref=_common_element(args), items=elements))
+        return Ty(K.SEQ, ref=Ty(K.SEQ, ref=_common_element(args), items=elements),
+                  shape_derived=any(K.sized_by_shape(arg) for arg in args))
     if name in ("max", "min", "sum", "abs", "round", "pow"):
         if any(t.maybe_tensor or _holds_tensors(t) for t in args):
             return K.T_TENSOR
@@ -521,7 +539,6 @@ def numpy_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: dict
 
 
 def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
-    name = dotted.rsplit(".", 1)[1]
     if dotted in SKIPPED_CALLS:
         walker.report("FL121", node, f"`{dotted}` is skipped by Dynamo: the graph breaks")
         return K.T_UNKNOWN
@@ -531,6 +548,11 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
     if dotted in AUTOGRAD_CALLS:
         walker.report("FL142", node, f"`{dotted}` inside compiled code runs outside the graph")
         return K.T_TENSOR_SEQ
+    namespace, _, name = dotted.rpartition(".")
+    if namespace == "torch.autograd.functional" and name in AUTOGRAD_FUNCTIONAL:
+        walker.report("FL142", node, f"`{dotted}` takes a Python function Dynamo cannot put in the graph; "
+                                     "`torch.func` transforms trace")
+        return AUTOGRAD_FUNCTIONAL[name]
     if dotted in PARAMETER_CALLS:
         walker.report("FL141", node, "nn.Parameter created inside compiled code")
         return K.T_TENSOR
@@ -538,7 +560,6 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
         return K.TORCH_NON_TENSOR[dotted]
     if dotted in ("torch.compiler.disable", "torch._dynamo.disable"):
         return K.T_OBJ
-    namespace = dotted.rsplit(".", 1)[0]
     if namespace in ("torch", "torch.special", "torch.linalg", "torch.fft", "torch.nn.functional"):
         random_value_argument(walker, node, name)
         first = args[0] if args else K.T_NONE

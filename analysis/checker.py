@@ -31,10 +31,17 @@ CONTAINER_ANNOTATIONS = {"dict", "list", "Dict", "List", "MutableMapping", "Muta
 # Calls that make a module-level name a list or dict.
 GLOBAL_CONTAINERS = {"list", "dict", "collections.defaultdict", "collections.OrderedDict", "collections.deque"}
 
+# Python values Dynamo guards on by value (a module attribute holding one is a constant of the graph).
+PYTHON_VALUES = {K.INT, K.NUM, K.BOOL, K.STR, K.DATA}
+
 # Graph-break rule → what the same construct means under torch.jit.trace / torch.export.
 TRACE_EQUIVALENT = {"FL101": "FL201", "FL102": "FL202", "FL103": "FL202", "FL104": "FL202",
                     "FL110": "FL204", "FL111": "FL204", "FL112": "FL204", "FL113": "FL204",
                     "FL301": "FL203"}
+
+
+# What a call to a function that cannot be walked gives: (returns, breaks?, attributes it stores).
+UNKNOWN_OUTCOME = (K.T_UNKNOWN, False, frozenset())
 
 
 @dataclass
@@ -48,6 +55,12 @@ class Evaluation:
     # (`__init__`, its block's text) of those whose attribute types the walk used (parsed for it:
     # their syntax errors count)
     reads: list[tuple] = field(default_factory=list)
+    # Module attributes the walk read before storing to them, as (class key, name): Dynamo guards
+    # on them. A store to one (class key, name, span, message) recompiles if the compile root's
+    # pass guards on it anywhere (memo.py decides, over the pass).
+    guarded_attributes: set = field(default_factory=set)
+    attribute_stores: list[tuple] = field(default_factory=list)
+    stored: frozenset = frozenset()  # (class key, name) it or a callee stores to: later reads are no guards
 
 
 class FunctionWalker:
@@ -74,6 +87,7 @@ class FunctionWalker:
         self.dead = False
         self.dead_after_this = False
         self.resume_pending = False
+        self.break_count = 0  # graph breaks so far in this frame
         self.quiet = 0  # > 0 inside code Dynamo traces only on unusual paths (except handlers)
         self._seen: set = set()
         self.current_statement: ast.stmt | None = None
@@ -81,7 +95,7 @@ class FunctionWalker:
         self.position: list[tuple[list, int]] = []  # (statement list, index) from the body inwards
         self.item_next_to_tensor: set[int] = set()  # `.item()` calls whose other operand is a tensor
         self.changed_state: set[str] = set()  # lists/dicts outliving the call that this walk changed
-        self.lazy_attributes: set[str] = set()  # `self.<name>` tested `is None` by an enclosing `if`
+        self.stored_attributes: set[tuple] = set()  # (class key, name) this walk stored to
         node = function.node
         if params and not isinstance(params[-1], Ty):  # (CLOSURE, (name, type)...) of a nested function
             self.env.update(dict(params[-1][1:]))
@@ -100,6 +114,7 @@ class FunctionWalker:
         except RecursionError:
             pass  # pathological nesting: keep what was found so far
         self.result.returns = self.returns or K.T_NONE
+        self.result.stored = frozenset(self.stored_attributes)
         return self.result
 
     # --- reporting -----------------------------------------------------------------------------
@@ -144,6 +159,7 @@ class FunctionWalker:
     def frame_breaks(self) -> None:
         """A graph break at the current position of this frame (here or in an inlined callee)."""
         self.result.breaks = True
+        self.break_count += 1
         if self.unresumable_depth:
             self.dead_after_this = True
 
@@ -156,7 +172,9 @@ class FunctionWalker:
         node = self.function.node
         annotations = {arg.arg: arg.annotation for arg in [*node.args.posonlyargs, *node.args.args,
                                                            *node.args.kwonlyargs]}
-        params = set(annotations) - {"self", "cls"}
+        # (`scaler: torch.amp.GradScaler` has an `update()` too)
+        params = {name for name, annotation in annotations.items() if annotation is None or annotation_type(
+            self.module, annotation).kind in (K.SEQ, K.DICT, K.UNKNOWN)} - {"self", "cls"}
         first_use: dict[str, ast.Name] = {}
         rebound, mutated = set(), set()
         for child in (child for statement in node.body for child in ast.walk(statement)):
@@ -201,6 +219,29 @@ class FunctionWalker:
         if where not in self.changed_state:  # the guard that fails is the first change's
             self.changed_state.add(where)
             self.report("FL302", node, f"{where} changes on every call; Dynamo guards on its contents and recompiles")
+
+    def store_attribute(self, cls: ClassInfo, name: str, value: Ty, statement: ast.stmt) -> None:
+        """`self.<name> = value`: a candidate FL302 when the value is one Dynamo's guard on the
+        attribute (if the compiled code read it) no longer matches on the next call (measured on
+        2.13: a new Python value, or the first value of an attribute that was None; a tensor
+        replacing a tensor keeps its guard). The store recompiles whether or not it is traced."""
+        key = _class_key(cls), name
+        self.stored_attributes.add(key)
+        if self.mode != COMPILE or self.quiet:
+            return
+        initial = self.module_attribute(Ty(K.MODULE, ref=cls), name)
+        first_value = initial.kind == K.NONE and value.kind != K.NONE
+        if not (first_value or value.kind in PYTHON_VALUES or initial.kind in PYTHON_VALUES and value.kind == K.TENSOR):
+            return
+        if first_value:
+            message = f"`self.{name}` is set on the first call: Dynamo guarded on it being None and recompiles"
+        elif isinstance(statement, ast.AugAssign) or isinstance(statement, ast.Assign) and _reads_self_attribute(
+                statement.value, name):  # `self.calls += 1`, `self.calls = self.calls + 1`
+            message = f"`self.{name}` is a Python value updated on every call; Dynamo guards on it and recompiles"
+        else:
+            message = f"`self.{name}` changes after the compiled code read it: Dynamo guards on its value and " \
+                      f"recompiles"
+        self.result.attribute_stores.append((key, self.relative_span(statement), message))
 
     def _container_annotation(self, annotation: ast.expr | None) -> bool:
         if isinstance(annotation, ast.Subscript):
@@ -333,15 +374,9 @@ class FunctionWalker:
                 self.report("FL140", statement, "Setting `requires_grad` inside compiled code")
             if owner.kind == K.LOGGER:
                 self.report("FL111", statement, "Setting an attribute of a logging.Logger is not traceable")
-            on_self = owner.kind == K.MODULE and isinstance(target.value, ast.Name) and target.value.id == "self"
-            # `self.calls += 1` / `self.calls = self.calls + 1`: a counter the compiled code reads and writes.
-            if on_self and value.kind in (K.INT, K.NUM, K.BOOL, K.DATA) and (isinstance(statement, ast.AugAssign) or (
-                    isinstance(statement, ast.Assign) and _reads_self_attribute(statement.value, target.attr))):
-                self.report("FL302", statement, f"`self.{target.attr}` is a Python value updated on every call; "
-                                                f"Dynamo guards on it and recompiles")
-            elif on_self and target.attr in self.lazy_attributes:
-                self.report("FL302", statement, f"`self.{target.attr}` is set on the first call: Dynamo guarded on "
-                                                f"it being None and recompiles")
+            if owner.kind == K.MODULE and isinstance(owner.ref, ClassInfo) and isinstance(target.value, ast.Name) \
+                    and target.value.id == "self":
+                self.store_attribute(owner.ref, target.attr, value, statement)
         elif isinstance(target, ast.Subscript):
             container = self.expr(target.value)
             self.expr(target.slice)
@@ -361,15 +396,7 @@ class FunctionWalker:
             return
         self.test(node.test, node)
         before = dict(self.env)
-        lazy = _none_tested_attribute(node.test)  # `if self.weight is None: self.weight = ...`
-        if lazy in self.lazy_attributes:  # tested by an enclosing `if` already
-            lazy = None
-        if lazy is not None:
-            self.lazy_attributes.add(lazy)
-        try:
-            self.block(node.body)
-        finally:
-            self.lazy_attributes.discard(lazy)
+        self.block(node.body)
         after_body = self.env
         self.env = dict(before)
         self.block(node.orelse)
@@ -386,7 +413,17 @@ class FunctionWalker:
         self.assign(node.target, self.element_type(iterable), node)
         self.unresumable(node.body)
         self.unresumable(node.body)  # second pass: loop-carried types (e.g. a tensor accumulator)
+        self.report_unrolled(node.iter, iterable)  # unless a break in the body made Dynamo skip the frame
         self.block(node.orelse)
+
+    def report_unrolled(self, node: ast.expr, iterable: Ty) -> None:
+        """A loop or comprehension over a range of a size: Dynamo unrolls it and guards the trip
+        count, so another size recompiles (measured on 2.13, dynamic=True), unless a graph break
+        inside made it run the loop in Python. The tracer unrolls it too, but silently: no trace
+        finding."""
+        if self.mode == COMPILE and K.sized_by_shape(iterable):
+            self.report("FL301", node, "Loop over a tensor's size: Dynamo unrolls it and recompiles for "
+                                       "another size")
 
     def unresumable(self, body: list[ast.stmt]) -> None:
         self.unresumable_depth += 1
@@ -565,7 +602,7 @@ class FunctionWalker:
                 return K.T_TENSOR
             if callee == "torch.compiler.disable" or callee == "torch._dynamo.disable":
                 return K.T_OBJ
-            if callee.startswith(("torch.optim.", "io.", "threading.")):
+            if callee.startswith(("io.", "threading.")) or K.is_training_object(callee):
                 return Ty(K.OBJ, ref=callee)
         return K.T_UNKNOWN
 
@@ -591,6 +628,10 @@ class FunctionWalker:
                 return K.T_TENSOR.but(optional=True)
             return K.T_OBJ
         if owner.kind == K.MODULE:
+            if isinstance(owner.ref, ClassInfo) and not self.dead and not self.quiet:
+                key = _class_key(owner.ref), attr
+                if key not in self.stored_attributes:
+                    self.result.guarded_attributes.add(key)
             return self.module_attribute(owner, attr)
         if owner.kind == K.SHAPE:
             return K.T_OBJ
@@ -818,13 +859,19 @@ class FunctionWalker:
 
     def comprehension(self, node, elements: list[ast.expr]) -> list[Ty]:
         saved = dict(self.env)
+        breaks = self.break_count
+        iterables = []
         for generator in node.generators:
             iterable = self.expr(generator.iter)
+            iterables.append((generator.iter, iterable))
             self.assign(generator.target, self.element_type(iterable), node)
             for condition in generator.ifs:
                 self.test(condition, generator)
         types = [self.expr(element) for element in elements]
         self.env = saved
+        if self.break_count == breaks:  # a break inside leaves the comprehension to Python
+            for iterable_node, iterable in iterables:
+                self.report_unrolled(iterable_node, iterable)
         return types
 
     def expr_ListComp(self, node) -> Ty:
@@ -866,7 +913,7 @@ class FunctionWalker:
                   receiver: Ty | None = None) -> Ty:
         call_span = self.relative_span(node)
         if callee.node is None:  # does not parse (yet): remember to look again once it does
-            self.result.observations.append((callee, None, call_span, (K.T_UNKNOWN, False)))
+            self.result.observations.append((callee, None, call_span, UNKNOWN_OUTCOME))
             return K.T_UNKNOWN
         if callee.disabled:
             self.report("FL130", node, f"`{callee.qualname}` is excluded from compilation "
@@ -878,7 +925,8 @@ class FunctionWalker:
         outcome = self.analysis.evaluate(callee, self.mode, params, self.chain + ((self.function, call_span),),
                                          self.depth + 1)
         self.result.observations.append((callee, params, call_span, outcome))
-        returns, breaks = outcome
+        returns, breaks, stored = outcome
+        self.stored_attributes |= stored
         if breaks and self.mode == COMPILE and not self.dead:
             self.frame_breaks()  # inlining stops at the callee's break: the break is at this call
             if self.dead_after_this:
@@ -906,14 +954,9 @@ def _reads_self_attribute(node: ast.expr, attr: str) -> bool:
                and child.value.id == "self" for child in ast.walk(node))
 
 
-def _none_tested_attribute(test: ast.expr) -> str | None:
-    """`self.X is None` → "X"."""
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is) \
-            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None \
-            and isinstance(test.left, ast.Attribute) and isinstance(test.left.value, ast.Name) \
-            and test.left.value.id == "self":
-        return test.left.attr
-    return None
+def _class_key(cls: ClassInfo) -> tuple:
+    """Names a class across edits (a ClassInfo is replaced when its file's interface changes)."""
+    return cls.module.path, cls.name
 
 
 def _before(a: ast.AST, b: ast.AST) -> bool:

@@ -74,6 +74,16 @@ T_UNKNOWN = Ty(UNKNOWN)
 T_NDARRAY = Ty(NDARRAY)
 T_LOGGER = Ty(LOGGER)
 T_TENSOR_SEQ = Ty(SEQ, ref=T_TENSOR)
+T_OPTIMIZER = Ty(OBJ, ref="torch.optim.Optimizer")
+
+
+def is_training_object(ref) -> bool:
+    """An optimizer, LR scheduler or AMP GradScaler (the `ref` of its OBJ type, a dotted class
+    name): Dynamo traces none of their methods."""
+    if not isinstance(ref, str) or not ref.rpartition(".")[2].lstrip("_")[:1].isupper():
+        return False  # `torch.optim.lr_scheduler` is a module, `torch.optim.lr_scheduler.StepLR` a class
+    return ref.startswith("torch.optim.") and ref.count(".") == 2 or ref.startswith("torch.optim.lr_scheduler.") \
+        or ref.endswith((".GradScaler", ".SWALR"))
 
 
 PLAIN_KINDS = {INT, NUM, BOOL, STR, NONE, SHAPE, DTYPE, DEVICE, DATA}
@@ -89,6 +99,13 @@ def tensor(zero_dim: bool, boolean: bool, integer: bool) -> Ty:
 
 def seq_of(element: Ty) -> Ty:
     return Ty(SEQ, ref=element)
+
+
+def sized_by_shape(iterable: Ty) -> bool:
+    """A sequence whose length is a tensor size (`range(x.shape[0])`; a SEQ's shape_derived flag):
+    Dynamo unrolls a loop over it, so the trip count is guarded. (So does iterating a tensor, but
+    an unannotated parameter taken for a tensor is as often a list of them.)"""
+    return iterable.kind == SEQ and iterable.shape_derived
 
 
 def join(a: Ty, b: Ty) -> Ty:

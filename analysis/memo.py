@@ -19,12 +19,10 @@ from dataclasses import dataclass
 from . import kinds as K
 from .attributes import class_attributes
 from .calls import CONTAINER_MUTATORS
-from .checker import CONTAINER_ANNOTATIONS, MAX_DEPTH, FunctionWalker
+from .checker import CONTAINER_ANNOTATIONS, MAX_DEPTH, UNKNOWN_OUTCOME, FunctionWalker
 from .findings import CallSite, Finding, Fix, Span
 from .index import COMPILE, SCRIPT, ClassInfo, FunctionInfo
 from .params import GAP, argument_names, may_use, root_parameters
-
-_UNKNOWN = (K.T_UNKNOWN, False)
 
 
 @dataclass
@@ -52,10 +50,15 @@ class Analysis:
         self._collected: set = set()
         self.findings: list[tuple] = []
         self.deps: dict[int, tuple] = {id(function): (function, function.block)}
+        self._guarded: set = set()  # (class key, attribute) the pass's walks guard on
+        self._stores: list[tuple] = []  # (function, chain, store) of the walks' attribute stores
         if mode != SCRIPT and function.node is not None:
             self.evaluate(function, mode, root_parameters(function), (), 0)
             if mode == COMPILE:
                 self.findings.extend((function, (), *finding) for finding in self._mutated_arguments(function))
+                self.findings.extend((function, chain, "FL302", span, message, None)
+                                     for function, chain, (key, span, message) in self._stores
+                                     if key in self._guarded)
         return RootResult(self.epoch, self.findings, list(self.deps.values()))
 
     def _mutated_arguments(self, function: FunctionInfo) -> list[tuple]:
@@ -72,16 +75,17 @@ class Analysis:
         return class_attributes(self, cls)
 
     def evaluate(self, function: FunctionInfo, mode: str, params: tuple, chain: tuple, depth: int):
-        """Walks `function` (or reuses a memoised walk); returns (return type, breaks?)."""
+        """Walks `function` (or reuses a memoised walk); returns (return type, breaks?, attributes
+        it stores)."""
         if function.node is None:  # does not parse (yet): nothing to follow, but its syntax error is reported
             self.deps[id(function)] = (function, function.block)
-            return _UNKNOWN
+            return UNKNOWN_OUTCOME
         key = (function.module.path, function.qualname, function.segment, mode, params)
         outcome = self._returns.get(key)
         if outcome is not None:  # walked and collected in this pass already
             return outcome
         if key in self._active or depth > MAX_DEPTH:
-            return _UNKNOWN
+            return UNKNOWN_OUTCOME
         evaluation = self.memo.get(key)
         if evaluation is not None and not self._still_valid(evaluation, function, mode, chain, depth):
             evaluation = None
@@ -92,7 +96,7 @@ class Analysis:
             finally:
                 self._active.discard(key)
             self.memo[key] = evaluation
-        outcome = self._returns[key] = (evaluation.returns, evaluation.breaks)
+        outcome = self._returns[key] = (evaluation.returns, evaluation.breaks, evaluation.stored)
         self._collect(key, evaluation, function, mode, chain, depth)
         return outcome
 
@@ -145,6 +149,8 @@ class Analysis:
             self.deps[id(read)] = (read, read.block)
         for code, rel, message, fix in evaluation.findings:
             self.findings.append((function, chain, code, rel, message, fix))
+        self._guarded |= evaluation.guarded_attributes
+        self._stores.extend((function, chain, store) for store in evaluation.attribute_stores)
         for callee, params, rel_span, _outcome in evaluation.observations:
             current = self._current(callee, params)
             if current is None:

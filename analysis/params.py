@@ -18,6 +18,8 @@ SCALAR_PARAM_NAMES = {"dim", "axis", "n", "k", "p", "eps", "scale", "temperature
                       "dropout", "base", "theta", "seq_len", "offset", "start_pos", "chunk_size",
                       "block_size", "window", "window_size", "kernel_size", "margin", "smoothing", "tau"}
 SCALAR_PARAM_PREFIXES = ("num_", "n_", "max_", "min_", "use_", "is_", "return_", "with_", "do_", "has_")
+# `opt`, `optimizer`, `g_opt`, `d_optim`, `optimizer_G`, `optimizerD`: an optimizer in practice.
+OPTIMIZER_PARAM_NAME = re.compile(r"(?:\w+_)?(?:opt|optim|optimizer)(?:_?[A-Z]|_[a-z])?")
 
 
 def root_parameters(function: FunctionInfo) -> tuple:
@@ -133,6 +135,8 @@ def parameter_type(module: ModuleIndex, arg: ast.arg, default, guess_tensor: boo
         return K.T_NUM
     if name in ("args", "kwargs", "config", "cfg"):
         return K.T_UNKNOWN
+    if OPTIMIZER_PARAM_NAME.fullmatch(name):
+        return K.T_OPTIMIZER
     return K.T_TENSOR if guess_tensor else K.T_UNKNOWN
 
 
@@ -158,12 +162,18 @@ def annotation_type(module: ModuleIndex, node: ast.expr) -> Ty:
     name = module.dotted(node) or ""
     if name in ("torch.Tensor", "Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"):
         return K.T_TENSOR
+    if name in ("list", "tuple", "typing.List", "typing.Tuple", "typing.Sequence", "collections.abc.Sequence"):
+        return K.seq_of(K.T_UNKNOWN)
+    if name in ("dict", "typing.Dict", "typing.Mapping", "collections.abc.Mapping"):
+        return Ty(K.DICT, ref=K.T_UNKNOWN)
     if name in ("int", "float", "complex"):
         return K.T_NUM
     if name == "bool":
         return K.T_BOOL
     if name == "str":
         return K.T_STR
+    if K.is_training_object(name):  # torch.optim.Optimizer, torch.amp.GradScaler, an LR scheduler
+        return Ty(K.OBJ, ref=name)
     if name in ("torch.dtype",):
         return K.T_DTYPE
     if name in ("torch.device",):

@@ -147,6 +147,16 @@ _RULES = [
          "Draw the value with torch (`torch.randint(lo, hi, ())`) and keep the arithmetic in "
          "tensors, or draw it outside the compiled function.",
          "GB0213", "unimplemented builtin op on tensor arguments"),
+    Rule("FL125", "optimizer-call", GRAPH_BREAK,
+         "Optimizer, LR scheduler or GradScaler method in compiled code",
+         "Dynamo does not trace these objects' methods. `Optimizer.step()` calls "
+         "`torch._dynamo.graph_break()` on purpose before and after the update (GB0025; and once an "
+         "LR scheduler wraps it, its wrapper is skipped: GB0007); "
+         "`zero_grad()` and the methods of LR schedulers and `GradScaler` (`scheduler.step()`, "
+         "`scaler.scale(loss)`, ...) are marked as skipped (GB0008).",
+         "Compile the forward and the loss, and call the optimizer, scheduler and scaler outside. To "
+         "compile the update itself, compile a function that only calls `opt.step()`.",
+         "GB0008", "Attempted to inline function marked as skipped"),
     Rule("FL130", "disabled-call", GRAPH_BREAK,
          "Call to a function excluded from compilation",
          "A function decorated with `torch.compiler.disable` / `torch._dynamo.disable` always "
@@ -171,8 +181,12 @@ _RULES = [
     Rule("FL142", "autograd-in-compiled", GRAPH_BREAK,
          "Autograd call inside compiled code",
          "`torch.autograd.grad` (trace_autograd_ops=False) and `.backward()` on in-graph tensors "
-         "run outside the graph.",
-         "Compile the forward only and call backward outside, or use compiled autograd.",
+         "run outside the graph. `torch.autograd.functional` (`jacobian`, `hessian`, `vjp`, `jvp`, "
+         "`hvp`, `vhp`) takes the function to differentiate as an argument, which Dynamo cannot put "
+         "in a graph (GB0055); the `torch.func` transforms (`grad`, `jacrev`, `jacfwd`, `hessian`, "
+         "`vjp`, `jvp`, `vmap`) trace.",
+         "Compile the forward only and call backward outside, or use compiled autograd; replace "
+         "`torch.autograd.functional.jacobian(f, x)` by `torch.func.jacrev(f)(x)`.",
          "GB9186", "using `torch.autograd.grad` with `torch._dynamo.config.trace_autograd_ops=False`"),
     Rule("FL143", "sort-tensors", GRAPH_BREAK,
          "Python sort of tensors",
@@ -220,18 +234,23 @@ _RULES = [
          None, None),
     # --- recompiles ------------------------------------------------------------------------
     Rule("FL301", "shape-specialization", RECOMPILE,
-         "Branch on a shape: Dynamo guards on it",
+         "Branch or loop on a shape: Dynamo guards on it",
          "Dynamo decides the branch at compile time and guards on the shape; an input whose shape "
-         "takes the other branch triggers a recompile.",
+         "takes the other branch triggers a recompile. A `for` loop or comprehension over "
+         "`range()` of a size is unrolled, so its trip count is guarded the same way (even with "
+         "`dynamic=True`), unless a graph break inside the loop leaves it to Python.",
          "Mark the dimension dynamic (`torch._dynamo.mark_dynamic`) or make both paths one "
-         "tensor expression.",
+         "tensor expression. A loop over a size compiles one graph per size unless it becomes "
+         "tensor ops (e.g. `cumsum`/`cumprod` for a linear recurrence).",
          None, None),
     Rule("FL302", "mutated-state", RECOMPILE,
          "Compiled code mutates module or global state",
          "Dynamo replays the mutation but guards on the old value, so each call that sees a new "
-         "value recompiles (up to the recompile limit, then falls back to eager). The same holds "
-         "for a dict or list the compiled function is passed and changes: it guards on the "
-         "contents where it first reads them.",
+         "value recompiles (up to the recompile limit, then falls back to eager). That is any "
+         "`self.<name>` the compiled code reads before it stores to it (in `forward` or a method "
+         "it calls) and that then gets a new Python value, or a first value after None; a tensor "
+         "replacing a tensor keeps its guard. The same holds for a dict or list the compiled "
+         "function is passed and changes: it guards on the contents where it first reads them.",
          "Keep counters in tensors (`self.steps += 1` on a buffer) or outside the compiled code.",
          "GB0039", "Dynamo recompile limit exceeded"),
 ]

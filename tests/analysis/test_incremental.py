@@ -226,6 +226,35 @@ def test_class_attribute_types_follow_a_line_shift():
     assert found(analyze_source("\n" + text, PATH)) == [(7, "FL110", "Inner.forward")]
 
 
+def test_attribute_stores_follow_edits_to_the_method_that_stores_and_the_one_that_reads():
+    # FL302 at a store in a method forward calls holds only while compiled code reads the
+    # attribute before it: an edit to either method changes the finding.
+    session = Session(textwrap.dedent('''\
+        import torch.nn as nn
+
+
+        class Adapter(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.merged = False
+
+            def merge(self):
+                self.merged = True
+
+            def forward(self, x):
+                if not self.merged:
+                    self.merge()
+                return x * 2
+        '''))
+    assert found(session.report) == [(10, "FL302", "Adapter.merge")]
+    assert session.replace("if not self.merged:\n            self.merge()", "self.merge()\n        if self.merged:\n"
+                           "            x = x + 1") == []  # read after the store: no guard
+    assert session.replace("        if self.merged:\n            x = x + 1\n", "") == []
+    assert session.replace("self.merge()\n", "if not self.merged:\n            self.merge()\n") == [
+        (10, "FL302", "Adapter.merge")]
+    assert session.replace("self.merged = True", "pass") == []
+
+
 def test_problems_depend_only_on_the_text():
     """Lazy parsing reports a syntax error only in what the analysis reads; that must not
     depend on what an earlier analysis read (once it took Net's attributes from a cache

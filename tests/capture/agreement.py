@@ -121,6 +121,9 @@ def explain_difference(kind: str, line: int, rule: str, source_line: str, reason
                     "e.g. torch.distributions); the statement runs in Python")
         if "checkpoint" in text:
             return "Dynamo traces activation checkpointing as a higher-order op; capture runs it in Python"
+        if "torch.func." in text and "Python function passed" in reason:
+            return ("Dynamo traces torch.func transforms (jacrev, grad, vmap) as higher-order ops; capture runs a "
+                    "call that takes a Python function in Python")
         if "id()" in reason:
             return "Dynamo gives id() a fake value inside the graph; capture runs it in Python"
         if "torch.tensor(" in text:

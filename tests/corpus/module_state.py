@@ -143,6 +143,34 @@ class LazyParameter(nn.Module):
         return x @ self.weight.t()
 
 
+class ModeSwitch(nn.Module):
+    """Stores a Python attribute before reading it: Dynamo reads back its own store, no guard."""
+
+    def __init__(self):
+        super().__init__()
+        self.mode = "train"
+
+    def forward(self, x):
+        self.mode = "eval"
+        return x * 2 if self.mode == "eval" else x
+
+
+class FirstCallScale(nn.Module):
+    """Remembers the first input's scale; a helper reads it (Dynamo guards on it being None)."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = None
+
+    def has_scale(self):
+        return self.scale is not None
+
+    def forward(self, x):
+        if not self.has_scale():
+            self.scale = float(x.shape[-1]) ** -0.5  # expect: FL302
+        return x * self.scale
+
+
 class GradientPenalty(nn.Module):
     def __init__(self, dim):
         super().__init__()
@@ -226,6 +254,8 @@ CASES = {
     "RequiresGradLeak": lambda: (RequiresGradLeak(), (torch.randn(3),)),
     "InputGradient": lambda: (InputGradient(4), (torch.randn(2, 4),)),
     "LazyParameter": lambda: (LazyParameter(3), (torch.randn(2, 4),)),
+    "ModeSwitch": lambda: (ModeSwitch(), (torch.randn(2, 4),)),
+    "FirstCallScale": lambda: (FirstCallScale(), (torch.randn(2, 4),)),
     "GradientPenalty": lambda: (GradientPenalty(4), (torch.randn(3, 4), torch.randn(3, 4))),
     "FrozenBackbone": lambda: (FrozenBackbone(4), (torch.randn(2, 4),)),
     "MomentumEncoder": lambda: (MomentumEncoder(4), (torch.randn(2, 4),)),

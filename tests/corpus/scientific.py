@@ -230,12 +230,24 @@ def leapfrog(pos, vel, mass, dt: float = 0.01, n_steps: int = 5):
 def newton_solve(residual, x0, tol: float = 1e-6, max_iter: int = 10):
     x = x0
     for _ in range(max_iter):
-        J = torch.autograd.functional.jacobian(residual, x)  # expect: FL000 GB0055
+        J = torch.autograd.functional.jacobian(residual, x)  # expect: FL142 GB0055
         delta = torch.linalg.solve(J, residual(x))
         x = x - delta
         if delta.norm() < tol:
             break
     return x
+
+
+@torch.compile
+def newton_step_func(residual, x):
+    J = torch.func.jacrev(residual)(x)  # torch.func transforms trace
+    return x - torch.linalg.solve(J, residual(x))
+
+
+@torch.compile
+def potential_curvature(potential, x):
+    H = torch.autograd.functional.hessian(potential, x)  # expect: FL142 GB0055
+    return torch.linalg.eigvalsh(H)
 
 
 @torch.compile
@@ -275,10 +287,10 @@ def spectral_derivative(u, L: float = 2 * math.pi):
 
 @torch.compile
 def pinn_train_step(model, opt, x, t, target):
-    opt.zero_grad()  # expect: FL000 GB0008
+    opt.zero_grad()  # expect: FL125 GB0008
     loss = F.mse_loss(model(x, t), target)
     loss.backward()  # expect: FL142 GB0123
-    opt.step()  # expect: FL000 GB0025
+    opt.step()  # expect: FL125 GB0025
     return loss.item()  # expect: FL102 GB0124
 
 
@@ -319,6 +331,10 @@ def _pinn_step_case():
                              torch.zeros(8, 1))
 
 
+def quartic_potential(x):
+    return (x ** 4 - x ** 2).sum()
+
+
 def gaussian_bump(x):
     return torch.exp(-(x ** 2).sum(-1))
 
@@ -339,6 +355,8 @@ CASES = {
     "nbody_accel": lambda: (nbody_accel, (torch.randn(5, 3), torch.rand(5) + 0.5)),
     "leapfrog": lambda: (leapfrog, (torch.randn(5, 3), torch.randn(5, 3) * 0.1, torch.rand(5) + 0.5, 0.3)),
     "newton_solve": lambda: (newton_solve, (cubic_residual, torch.tensor([2.0, 3.0, 4.0]))),
+    "newton_step_func": lambda: (newton_step_func, (cubic_residual, torch.tensor([2.0, 3.0, 4.0]))),
+    "potential_curvature": lambda: (potential_curvature, (quartic_potential, torch.tensor([0.5, 1.5, -1.0]))),
     "pinn_train_step": lambda: _pinn_step_case(),
     "check_conservation": lambda: (check_conservation, (torch.rand(5, 6).repeat(4, 1, 1) + 1.0,)),
     "normalize_field": lambda: (normalize_field, (torch.randn(6, 7),)),

@@ -305,7 +305,7 @@ def hippo_legs(N: int):
 @torch.compile
 def rnn_unroll_with_mask(cell_w, x, lengths):
     h = torch.zeros(x.shape[0], cell_w.shape[0])
-    for t in range(x.shape[1]):
+    for t in range(x.shape[1]):  # expect: FL301
         h_new = torch.tanh(x[:, t] @ cell_w.t() + h)
         mask = (t < lengths).float().unsqueeze(-1)
         h = mask * h_new + (1 - mask) * h
@@ -388,7 +388,8 @@ CASES = {
     "state_norm_monitor": lambda: (state_norm_monitor, (torch.randn(2, 5, 4) * 1e4, [])),
     "discretize_bilinear": lambda: (discretize_bilinear, (torch.randn(4, 4) * 0.1, torch.randn(4, 2), 0.1)),
     "hippo_legs": lambda: (hippo_legs, (4,)),
-    "rnn_unroll_with_mask": lambda: (rnn_unroll_with_mask, (torch.randn(5, 3) * 0.3, torch.randn(2, 4, 3), torch.tensor([2, 4]))),
+    "rnn_unroll_with_mask": lambda: (rnn_unroll_with_mask, (torch.randn(5, 3) * 0.3, torch.randn(2, 4, 3), torch.tensor([2, 4])),
+                                     (torch.randn(5, 3) * 0.3, torch.randn(2, 6, 3), torch.tensor([2, 4]))),
     "ResidualSSMBlock": lambda: (ResidualSSMBlock(), (torch.randn(2, 5, 8),)),
     "nan_guarded_scan": lambda: (nan_guarded_scan, (torch.rand(2, 5, 3), torch.randn(2, 5, 3))),
     "greedy_decode": lambda: (greedy_decode, (MambaStep().eval(), torch.randn(6, 8), 3)),

@@ -11,6 +11,8 @@ log = logging.getLogger("train")
 
 model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1000)
+scaler = torch.amp.GradScaler("cpu")
 
 
 @torch.compile
@@ -27,8 +29,28 @@ def train_step(x, y):
 
 @torch.compile
 def train_step_with_zero_grad(x, y):
-    optimizer.zero_grad(set_to_none=True)  # expect: FL121 GB0008
+    optimizer.zero_grad(set_to_none=True)  # expect: FL125 GB0008
     return F.cross_entropy(model(x), y)
+
+
+@torch.compile
+def train_step_with_schedule(x, y):
+    loss = F.cross_entropy(model(x), y)
+    scheduler.step()  # expect: FL125 GB0008
+    return loss.detach()
+
+
+@torch.compile
+def apply_update(net, x, updater: torch.optim.Optimizer):
+    """`updater` has an LR scheduler: its step is wrapped by one more skipped function (GB0007)."""
+    logits = net(x)
+    updater.step()  # expect: FL125 GB0007; FL125 GB0025
+    return logits
+
+
+@torch.compile
+def scaled_loss(x, y):
+    return scaler.scale(F.cross_entropy(model(x), y))  # expect: FL125 GB0008
 
 
 @torch.compile
@@ -143,10 +165,20 @@ def _batch():
     return torch.randn(6, 8), torch.randint(0, 3, (6,))
 
 
+def _update_case():
+    net = nn.Linear(8, 3)
+    updater = torch.optim.SGD(net.parameters(), lr=0.1)
+    torch.optim.lr_scheduler.StepLR(updater, step_size=1000)
+    return apply_update, (net, torch.randn(6, 8), updater)
+
+
 CASES = {
     "forward_loss": lambda: (forward_loss, _batch()),
     "train_step": lambda: (train_step, _batch()),
     "train_step_with_zero_grad": lambda: (train_step_with_zero_grad, _batch()),
+    "train_step_with_schedule": lambda: (train_step_with_schedule, _batch()),
+    "apply_update": lambda: _update_case(),
+    "scaled_loss": lambda: (scaled_loss, _batch()),
     "eval_step": lambda: (eval_step, _batch()),
     "eval_step_with_accuracy": lambda: (eval_step_with_accuracy, _batch()),
     "timed_step": lambda: (timed_step, _batch()),

@@ -1,0 +1,66 @@
+"""Behaviours measured on real Dynamo 2.13 with probe scripts that tests/dynamo_oracle.py cannot
+judge in a corpus fixture (it classifies a failing guard on a comprehension's range as FL302, and
+it checks FL301 only for cases with a second set of shapes), and parameter-name variants."""
+from __future__ import annotations
+
+import textwrap
+
+from fuselens.analysis import analyze_source
+
+
+def findings(source: str) -> list[tuple[int, str]]:
+    report = analyze_source(textwrap.dedent(source), "<mem>/snippet.py")
+    return sorted((f.span.line, f.code) for f in report.findings)
+
+
+def test_comprehension_over_a_size_is_unrolled():
+    # dynamic=True: "tensor 'x' size mismatch at index 0" on a second length
+    assert findings('''\
+        import torch
+
+        @torch.compile
+        def rows(x):
+            return torch.stack([x[i] * 2 for i in range(x.shape[0])])
+        ''') == [(5, "FL301")]
+
+
+def test_loop_that_breaks_runs_in_python():
+    # The .item() inside the loop makes Dynamo skip the frame: no guard on the trip count.
+    assert findings('''\
+        import torch
+
+        @torch.compile
+        def totals(x):
+            out = []
+            for i in range(x.shape[0]):
+                out.append(x[i].sum().item())
+            return out
+        ''') == [(7, "FL102"), (7, "FL150")]
+
+
+def test_loop_over_a_constant_range_is_not_guarded():
+    assert findings('''\
+        import torch
+
+        @torch.compile
+        def first_rows(x):
+            out = x[0]
+            for i in range(3):
+                out = out + x[i]
+            return out
+        ''') == []
+
+
+def test_optimizers_by_name_and_annotation():
+    assert findings('''\
+        import torch
+        from torch.optim.lr_scheduler import LRScheduler
+
+        @torch.compile
+        def gan_step(x, g_opt, optimizer_D, sched: LRScheduler, amp: torch.amp.GradScaler, options):
+            g_opt.zero_grad()
+            optimizer_D.step()
+            sched.step()
+            amp.update()
+            return x * 2
+        ''') == [(6, "FL125"), (7, "FL125"), (8, "FL125"), (9, "FL125")]
