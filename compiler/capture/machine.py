@@ -331,22 +331,27 @@ class Capture(ExprMixin, CallMixin, StatementMixin, ControlMixin, EmitMixin, Sto
         if t is ast.If:
             self.fallback(stmt, frame, b, result_var="__fl_cond", expr=stmt.test)
             return self.branch(stmt, frame, frame.env.pop("__fl_cond"))
-        if t is ast.For and not _escapes_loop(stmt):
-            self.fallback(stmt, frame, b, result_var="__fl_iter", expr=stmt.iter)
-            it = frame.env.pop("__fl_iter")
+        if t is ast.For:  # the iterable is made in Python; the loop itself is interpreted
+            # a variable per loop: values taken from its items are re-read through it later
+            items = self.prog.fresh("__fl_iter")
+            self.fallback(stmt, frame, b, result_var=items, expr=stmt.iter)
+            it = frame.env.pop(items)
             value = it.value if type(it) is Ext else it
             if type(value) not in (list, tuple):
                 if not isinstance(value, _FINITE_ITERABLES):
                     raise CaptureError(f"line {stmt.lineno}: cannot iterate over {type(value).__name__} "
                                        "produced in Python")
-                var = frame.var("__fl_iter")  # iterating these has no side effects: take the items
+                var = frame.var(items)  # iterating these has no side effects: take the items
                 self.emit_line("stmt", f"{var} = list({var})", f"line {stmt.lineno}: the loop's items")
                 it = self.import_result(self.prog.rt[var], var, "loop items")
             self.cont.append(Loop(frame, stmt, self.iterate(it)))
+            # guards on the items fail over to the loop's start (the snapshot after the fallback
+            # points past the whole loop)
+            self.resume_state = self.snapshot()
             return None
         if t is ast.While:
             raise CaptureError("while header broke outside a loop head")
-        if t in (ast.For, ast.With) and _escapes_loop(stmt):
+        if t is ast.With and _escapes_loop(stmt):
             raise CaptureError(f"line {stmt.lineno}: a statement that must run in Python contains "
                                "break/continue/return")
         self.fallback(stmt, frame, b)

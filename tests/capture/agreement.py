@@ -145,9 +145,9 @@ def explain_difference(kind: str, line: int, rule: str, source_line: str, reason
         if "gb0014" in note:
             return ("Dynamo refuses to trace nn.RNN/GRU/LSTM modules (GB0014) and runs the frame eagerly; "
                     "capture records their aten ops like any module's")
-        if "random.randint" in context.previous_lines(line) and "gb0033" in note:
-            return ("Dynamo makes random.randint a tensor-backed graph input, so a torch op taking it as an int "
-                    "reads it on the host (GB0033); capture runs random in Python and passes a plain int")
+        if "random.randint" in context.previous_lines(line) and ("gb0033" in note or rule == "FL124"):
+            return ("Dynamo makes random.randint a graph value, so a torch op or builtin taking it as an int "
+                    "breaks (GB0033, GB0213 for max/min); capture runs random in Python and passes a plain int")
         if rule == "FL000" and "tolist" in context.previous_lines(line):
             return ("Dynamo cannot iterate what .tolist() made in its resume function (GB4347); capture "
                     "iterates the Python list, guarded")

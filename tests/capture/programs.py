@@ -393,6 +393,21 @@ def tolist_break(x):
     return x * vals[0], vals
 
 
+@case((A,), (B,))
+def loops_over_host_values_in_a_loop(x):
+    """Beam search's shape: each outer step loops over items made in Python (.tolist()); values
+    taken from one step's items are still used, and guarded, after the next step's loop."""
+    beams = [([0], 0.0)]
+    for step in range(2):
+        candidates = []
+        for tokens, score in beams:
+            top, ids = (x[step] * (score + 1)).topk(2)
+            for value, index in zip(top.tolist(), ids.tolist()):
+                candidates.append((tokens + [index], score + value))
+        beams = sorted(candidates, key=lambda c: c[1], reverse=True)[:2]
+    return x[0, beams[0][0]] * beams[0][1], beams
+
+
 @case((POS,), (NEG,), (POS,), (NEG,))
 def data_dependent_if(x):
     if x.sum() > 0:

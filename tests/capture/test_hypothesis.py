@@ -1,5 +1,5 @@
 """Random programs over a small grammar (tensor ops, Python- and tensor-dependent branches, loops,
-prints, .item(), in-place ops, data-dependent while loops, aliases, names rebound by statements
+loops over values made in Python, prints, .item(), in-place ops, data-dependent while loops, aliases, names rebound by statements
 that run in Python), compiled vs eager on inputs that flip the data-dependent branches and change
 the Python values."""
 import os
@@ -48,7 +48,8 @@ def programs(draw):
         for _ in range(draw(st.integers(1, budget))):
             kind = draw(st.sampled_from(
                 ["unary", "binary", "reduce", "pyif", "flagif", "ddif", "loop", "print", "item", "inplace",
-                 "while", "view", "helper", "nograd", "append", "ret", "store", "alias", "rebind"] if depth < 2 else
+                 "while", "view", "helper", "nograd", "append", "ret", "store", "alias", "rebind", "hostloop"]
+                if depth < 2 else
                 ["unary", "binary", "reduce", "print", "item", "inplace", "helper", "append", "store", "alias",
                  "rebind"]))
             if kind == "unary":
@@ -76,6 +77,11 @@ def programs(draw):
                 target = pick()
                 lines.append(f"{pad}for i in range(n):")
                 lines.append(f"{pad}    {target} = {target} * 0.5 + i")
+                block(indent + 1, depth + 1, 2)
+            elif kind == "hostloop":  # a loop over values Python made: guarded, they differ per input
+                target = pick()
+                lines.append(f"{pad}for w in {pick()}[0, :2].tolist():")
+                lines.append(f"{pad}    {target} = {target} * 0.5 + w")
                 block(indent + 1, depth + 1, 2)
             elif kind == "print":
                 lines.append(f"{pad}print('p', {pick()}.shape, n)")
