@@ -2,8 +2,8 @@
 
 Loops: outer loops in parallel (`omp parallel for`), the innermost one `omp simd`. Math functions
 are declared `omp declare simd` so g++ calls glibc's vector math library (libmvec) inside vector
-loops; no <cmath> keeps a compile near 0.1 s. Expressions: `cpp_expr.py`; reduction kernels:
-`codegen_cpp_reduce.py`.
+loops (float exp is an inline function of our own); no <cmath> keeps a compile near 0.1 s.
+Expressions and the math library: `cpp_expr.py`; reduction kernels: `codegen_cpp_reduce.py`.
 """
 from __future__ import annotations
 

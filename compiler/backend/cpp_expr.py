@@ -1,6 +1,7 @@
 """C++ expressions for the C++/OpenMP code generator: scalar types, literals, the math library
-(glibc's libmvec vector variants via `omp declare simd`), and `ExprPrinter`, which renders an
-expression DAG as one `const` temporary per node (common sub-expressions are emitted once).
+(glibc's libmvec vector variants via `omp declare simd`; float exp inline, see `INLINE_MATH`), and
+`ExprPrinter`, which renders an expression DAG as one `const` temporary per node (common
+sub-expressions are emitted once).
 """
 from __future__ import annotations
 
@@ -34,8 +35,33 @@ extern "C" int omp_get_thread_num(void); extern "C" int omp_get_num_threads(void
 extern "C" int omp_get_max_threads(void);
 """
 
-# op -> (float32 name, float64 name) of C math functions; the vectorizable ones are in libmvec.
-MATH = {"exp": ("expf", "exp"), "exp2": ("exp2f", "exp2"), "log": ("logf", "log"), "log2": ("log2f", "log2"),
+# Float exp, inline and branch-free so g++ vectorizes it in `omp simd` loops: softmax-like kernels
+# spend most of their compute in it, and libmvec's expf costs ~1.5x as much per element (plus a call
+# that spills the loop's vector registers). Error <= 1 ulp over all floats; NaN, +-inf, overflow and
+# denormal results as expf. e^x = 2^n e^r, n = rint(x / ln2), |r| <= ln2 / 2 (Cody-Waite: ln2's high
+# part has 9 significant bits, so n * it is exact), e^r a degree-6 minimax polynomial. Inputs whose
+# result rounds to 0 or inf get garbage that the last two selects replace (selects, not a clamp of
+# x: g++ would push a clamp's constants through the whole computation, 4 compares instead of 2).
+INLINE_MATH = {"fl_expf": r"""// bit casts through memcpy, not __builtin_bit_cast, which g++ < 11 lacks (same code either way)
+static inline unsigned fl_bits(float f) { unsigned u; __builtin_memcpy(&u, &f, 4); return u; }
+static inline float fl_float(unsigned u) { float f; __builtin_memcpy(&f, &u, 4); return f; }
+static inline float fl_expf(float x) {
+  const float k = x * 1.44269504f + 12582912.0f;  // + 1.5 * 2^23 rounds to an integer n, kept in k's low bits
+  const float n = k - 12582912.0f;
+  const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
+  const float p = (((((0.00138436549f * r + 0.00837415550f) * r + 0.0416680016f) * r + 0.166664317f) * r
+                   + 0.49999994f) * r + 1.0f) * r + 1.0f;
+  // 2^n for n in [-150, 128] as two normal factors: the first product is exact, the second rounds
+  // once, also into the denormal range.
+  const unsigned ni = fl_bits(k) - 0x4b400000u;
+  const unsigned n1 = (unsigned)((int)ni >> 1);
+  const float y = p * fl_float((n1 + 127u) << 23) * fl_float((ni - n1 + 127u) << 23);
+  const float lo = x < -103.972084f ? 0.0f : y;  // NaN compares false: NaN stays
+  return x > 88.7228394f ? __builtin_inff() : lo;
+}"""}
+
+# op -> (float32 name, float64 name) of math functions; the vectorizable ones are in libmvec.
+MATH = {"exp": ("fl_expf", "exp"), "exp2": ("exp2f", "exp2"), "log": ("logf", "log"), "log2": ("log2f", "log2"),
         "log1p": ("log1pf", "log1p"), "expm1": ("expm1f", "expm1"), "tanh": ("tanhf", "tanh"),
         "erf": ("erff", "erf"), "sin": ("sinf", "sin"), "cos": ("cosf", "cos"), "tan": ("tanf", "tan"),
         "atan": ("atanf", "atan"), "pow": ("powf", "pow"), "atan2": ("atan2f", "atan2"), "fmod": ("fmodf", "fmod")}
@@ -141,8 +167,9 @@ class ExprPrinter:
         if op == "rsqrt":
             return f"({one} / __builtin_sqrt{fsuf}({a[0]}))"
         if op == "sigmoid":
-            self.math_used.add(MATH["exp"][0 if fsuf else 1])
-            return f"({one} / ({one} + exp{fsuf}(-{a[0]})))"
+            exp = MATH["exp"][0 if fsuf else 1]
+            self.math_used.add(exp)
+            return f"({one} / ({one} + {exp}(-{a[0]})))"
         if not t.is_floating_point and op in ("abs",):
             return f"({a[0]} < 0 ? -{a[0]} : {a[0]})"
         if op in BUILTIN:
@@ -163,6 +190,9 @@ FLOAT_MATH = {v[0] for v in MATH.values()}
 def declare_math(names) -> str:
     out = []
     for fn in sorted(names):
+        if fn in INLINE_MATH:
+            out.append(INLINE_MATH[fn])
+            continue
         ty = "float" if fn in FLOAT_MATH else "double"
         nargs = 2 if fn in ("pow", "powf", "atan2", "atan2f", "fmod", "fmodf") else 1
         simd = "#pragma omp declare simd notinbranch\n" if LIBMVEC and not fn.startswith("fmod") else ""
