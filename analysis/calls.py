@@ -384,6 +384,8 @@ def tensor_method(walker, node: ast.Call, name: str, receiver: Ty, args: list[Ty
     if name in ("__bool__", "__int__", "__float__", "__index__"):
         walker.report("FL102", node, f"`{name}` reads the tensor's value on the host")
         return K.T_DATA
+    if name in ("items", "keys"):  # no Tensor method: a parameter taken for a tensor is a dict of them
+        return dict_method(name, Ty(K.DICT, ref=receiver))
     if name in K.TENSOR_METHODS_NON_TENSOR:
         if name in ("stride",) and (args or kwargs):
             return K.T_INT

@@ -156,6 +156,9 @@ def annotation_type(module: ModuleIndex, node: ast.expr) -> Ty:
         if outer.endswith(("List", "Tuple", "Sequence", "list", "tuple")):
             inner = node.slice.elts[0] if isinstance(node.slice, ast.Tuple) and node.slice.elts else node.slice
             return K.seq_of(annotation_type(module, inner))
+        if outer.endswith(("Dict", "Mapping", "dict")):  # Dict[str, Tensor]: its keys are Python values
+            value = node.slice.elts[1] if isinstance(node.slice, ast.Tuple) and len(node.slice.elts) == 2 else None
+            return Ty(K.DICT, ref=annotation_type(module, value) if value is not None else K.T_UNKNOWN)
         return K.T_UNKNOWN
     if isinstance(node, ast.Constant) and node.value is None:
         return K.T_NONE

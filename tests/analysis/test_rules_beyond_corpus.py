@@ -64,3 +64,38 @@ def test_optimizers_by_name_and_annotation():
             amp.update()
             return x * 2
         ''') == [(6, "FL125"), (7, "FL125"), (8, "FL125"), (9, "FL125")]
+
+
+def test_dict_keys_are_python_values():
+    # No break on 2.13 in either meter; a tensor passed to an unannotated helper still branches (GB0170).
+    assert findings('''\
+        from typing import Dict
+        import torch
+
+        class Meter(torch.nn.Module):
+            def forward(self, losses: Dict[str, torch.Tensor], n: int):
+                total = sum(self.weight(k) * v for k, v in losses.items())
+                for k in losses:
+                    total = total + self.w(k) * losses[k]
+                return total * n
+
+            def weight(self, name: str) -> float:
+                return 0.5 if name == "kd" else 1.0
+
+            def w(self, name):
+                return 0.5 if name == "kd" else 1.0
+
+        class UnannotatedMeter(Meter):
+            def forward(self, losses):
+                total = sum(self.w(k) * v for k, v in losses.items())
+                for k in losses.keys():
+                    total = total + self.w(k) * losses[k]
+                return total
+
+        class TensorWeight(Meter):
+            def forward(self, x):
+                return self.sign(x) * x
+
+            def sign(self, t):
+                return 1.0 if t > 0 else -1.0
+        ''') == [(29, "FL101")]
