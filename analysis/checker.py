@@ -80,9 +80,10 @@ class FunctionWalker:
         self.globals_declared: set[str] = set()
         self.returns: Ty | None = None
         self.result = Evaluation(K.T_UNKNOWN, [], [])
-        # Dynamo cannot resume inside a loop or try body of the frame: a break there makes it
-        # skip the rest of the frame (measured on 2.13: later breaks in the frame are never
-        # reported; callees still compile as frames of their own).
+        # Dynamo cannot resume inside a loop or try body of the frame, nor inside a generator
+        # expression or dict comprehension: a break there makes it skip the rest of the frame
+        # (measured on 2.13: later breaks in the frame are never reported; callees still compile
+        # as frames of their own).
         self.unresumable_depth = 0
         self.dead = False
         self.dead_after_this = False
@@ -143,7 +144,7 @@ class FunctionWalker:
         elif rule.category == GRAPH_BREAK and self.mode == COMPILE:
             self.resume_pending = True
 
-    def die(self, node: ast.AST, cause: str = "Graph break inside a loop or try") -> None:
+    def die(self, node: ast.AST, cause: str = "Graph break inside a loop, try or generator") -> None:
         self.dead = True
         span = self.relative_span(node)
         self.result.findings.append(("FL150", span, f"{cause}: Dynamo skips the rest "
@@ -861,13 +862,19 @@ class FunctionWalker:
         saved = dict(self.env)
         breaks = self.break_count
         iterables = []
-        for generator in node.generators:
+        # Dynamo cannot resume inside a generator expression or a dict comprehension (measured on
+        # 2.13: "Generator reconstruction with mutations", GB8335); list and set comprehensions resume.
+        resumable = not isinstance(node, (ast.GeneratorExp, ast.DictComp))
+        for index, generator in enumerate(node.generators):
             iterable = self.expr(generator.iter)
+            if index == 0:  # the first iterable is evaluated outside, by the enclosing frame
+                self.unresumable_depth += not resumable
             iterables.append((generator.iter, iterable))
             self.assign(generator.target, self.element_type(iterable), node)
             for condition in generator.ifs:
                 self.test(condition, generator)
         types = [self.expr(element) for element in elements]
+        self.unresumable_depth -= not resumable
         self.env = saved
         if self.break_count == breaks:  # a break inside leaves the comprehension to Python
             for iterable_node, iterable in iterables:

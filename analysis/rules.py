@@ -201,8 +201,9 @@ _RULES = [
          "GB0193", "invalid call to builtin op handler"),
     # --- performance -----------------------------------------------------------------------
     Rule("FL150", "frame-skipped", PERF,
-         "Graph break inside a loop or try: Dynamo gives up on the rest of the function",
-         "Dynamo cannot resume tracing in the middle of a loop body or a `try` block. When a graph "
+         "Graph break inside a loop, try or generator: Dynamo gives up on the rest of the function",
+         "Dynamo cannot resume tracing in the middle of a loop body, a `try` block, a generator "
+         "expression (`any(... for ...)`, `sum(... for ...)`) or a dict comprehension. When a graph "
          "break happens there (directly or in a function called from there), it skips the frame: "
          "everything after runs eagerly, and later breaks in this function are not even reported. "
          "An `nn.RNN`/`nn.GRU`/`nn.LSTM` (FL123) makes it skip the frame wherever it is used.",

@@ -99,3 +99,29 @@ def test_dict_keys_are_python_values():
             def sign(self, t):
                 return 1.0 if t > 0 else -1.0
         ''') == [(29, "FL101")]
+
+
+def test_break_inside_generator_or_dict_comprehension_skips_the_frame():
+    # 2.13: GB8335 after the break in the generator and dict comprehension, and the later
+    # graph_break() is never reported; the list comprehension resumes (GB0025 reported).
+    assert findings('''\
+        import torch
+
+        @torch.compile
+        def generator(xs):
+            total = sum(t.sum().item() for t in xs)
+            torch._dynamo.graph_break()
+            return {i: t.sum().item() for i, t in enumerate(xs)}
+
+        @torch.compile
+        def dict_comprehension(xs):
+            vals = {i: t.sum().item() for i, t in enumerate(xs)}
+            torch._dynamo.graph_break()
+            return vals
+
+        @torch.compile
+        def list_comprehension(xs):
+            vals = [t.sum().item() for t in xs]
+            torch._dynamo.graph_break()
+            return vals
+        ''') == [(5, "FL102"), (5, "FL150"), (11, "FL102"), (11, "FL150"), (17, "FL102"), (18, "FL131")]

@@ -232,7 +232,7 @@ def accuracy(output, target, topk=(1,)):
 def distill_step(student_logits, teacher_logits, labels, step: int, cfg: DistillConfig = DistillConfig()):
     loss = kd_loss(student_logits, teacher_logits, labels, cfg.temperature, cfg.alpha)
     if torch.isnan(loss):  # expect: FL101 GB0170
-        warnings.warn(f"nan loss at step {step}")
+        warnings.warn(f"nan loss at step {step}")  # expect: FL112 GB0007
     if step % 10 == 0:
         agree = (student_logits.argmax(1) == teacher_logits.argmax(1)).float().mean()
         print(f"step {step} kd={loss.item():.4f} agree={agree:.2f}")  # expect: FL102 GB0124; FL110 GB0059
@@ -299,11 +299,13 @@ CASES = {
     "clip_grad_norm": lambda: (clip_grad_norm, ([torch.randn(4, 3) * 2, torch.randn(3)], 1.0)),
     "clip_grad_norm_clamped": lambda: (clip_grad_norm_clamped, ([torch.randn(4, 3) * 2, torch.randn(3)], 1.0)),
     "DynamicLossScaler": lambda: (DynamicLossScaler(), (torch.tensor(0.5), [torch.randn(3), torch.randn(2, 2)])),
+    "DynamicLossScaler_overflow": lambda: (DynamicLossScaler(), (torch.tensor(0.5), [torch.tensor([1.0, float("inf")]), torch.randn(2, 2)])),
     "AverageMeter": lambda: (AverageMeter(), ({"ce": torch.tensor(1.2), "kd": torch.tensor(0.4)}, 8)),
     "accuracy": lambda: (accuracy, (torch.randn(6, 5), torch.tensor([0, 1, 2, 3, 4, 0]), (1, 3))),
     "per_class_accuracy": lambda: (per_class_accuracy, (torch.randn(6, 5), torch.tensor([0, 1, 2, 3, 4, 0]))),
     "WeightedMultiLoss": lambda: (WeightedMultiLoss(), ({"ce": torch.tensor(1.2), "kd": torch.tensor(0.4), "feat": torch.tensor(0.1)},)),
     "distill_step": lambda: (distill_step, (torch.randn(4, 5), torch.randn(4, 5), torch.tensor([0, 1, 2, 3]), 20)),
+    "distill_step_nan": lambda: (distill_step, (torch.full((4, 5), float("nan")), torch.randn(4, 5), torch.tensor([0, 1, 2, 3]), 3)),
     "confidence_weighted_kd": lambda: (confidence_weighted_kd, (torch.randn(4, 5), torch.randn(4, 5) * 3)),
 }
 

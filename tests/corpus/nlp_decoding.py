@@ -305,7 +305,7 @@ def seq_loss_with_stats(logits, targets, pad_id: int = 1):
     mask = targets != pad_id
     n_tokens = mask.sum()
     if n_tokens == 0:  # expect: FL101 GB0170
-        warnings.warn("batch without target tokens")
+        warnings.warn("batch without target tokens")  # expect: FL112 GB0007
         return logits.sum() * 0.0, {}
     loss = F.cross_entropy(logits[mask], targets[mask])  # expect: FL105 GB0036
     stats = {"loss": loss.item(), "ntokens": int(n_tokens), "ppl": math.exp(loss.item())}  # expect: FL102 GB0124
@@ -315,7 +315,7 @@ def seq_loss_with_stats(logits, targets, pad_id: int = 1):
 def _decode_step(lm_logits, prev_tokens, temperature: float = 1.0):
     scores = F.log_softmax(lm_logits / temperature, dim=-1)
     if torch.isnan(scores).any():  # expect: FL101 GB0170
-        print("nan in decoder scores, step", prev_tokens.shape[1])
+        print("nan in decoder scores, step", prev_tokens.shape[1])  # expect: FL110 GB0059
         scores = torch.nan_to_num(scores, nan=-1e4)
     best = scores.argmax(-1, keepdim=True)
     return torch.cat([prev_tokens, best], dim=1), scores.gather(1, best)
@@ -365,7 +365,9 @@ CASES = {
     "masked_token_loss": lambda: (masked_token_loss, (torch.randn(2, 5, _V), torch.randint(0, _V, (2, 5)), torch.rand(2, 5) > 0.3)),
     "label_smoothed_nll_loss": lambda: (label_smoothed_nll_loss, (torch.randn(6, _V).log_softmax(-1), torch.tensor([1, 2, -100, 4, 5, -100]))),
     "seq_loss_with_stats": lambda: (seq_loss_with_stats, (torch.randn(6, _V), torch.tensor([3, 1, 4, 1, 5, 9]))),
+    "seq_loss_with_stats_no_tokens": lambda: (seq_loss_with_stats, (torch.randn(6, _V), torch.ones(6, dtype=torch.long))),
     "decode_step": lambda: (decode_step, (torch.randn(2, _V), torch.tensor([[2], [3]]), 0.7)),
+    "decode_step_nan": lambda: (decode_step, (torch.tensor([[0.5, float("nan"), 1.0] + [0.0] * (_V - 3), [1.0] * _V]), torch.tensor([[2], [3]]), 0.7)),
     "token_accuracy": lambda: (token_accuracy, (torch.randn(2, 5, _V), torch.tensor([[1, 2, 3, -100, -100], [4, 5, 6, 7, 8]]))),
 }
 

@@ -155,7 +155,7 @@ def scatter_mean_to_grid(points, feats, grid_size: int = 4, bound: float = 1.0):
     count = torch.zeros(grid_size ** 3).scatter_add_(0, flat, torch.ones_like(flat, dtype=torch.float))
     occupancy = (count > 0).float().mean()
     if occupancy < 0.05:  # expect: FL101 GB0170
-        warnings.warn(f"voxel grid nearly empty ({occupancy:.1%} occupied)")
+        warnings.warn(f"voxel grid nearly empty ({occupancy:.1%} occupied)")  # expect: FL112 GB0007
     return (grid / count.clamp(min=1)[:, None]).view(grid_size, grid_size, grid_size, -1)
 
 
@@ -351,6 +351,7 @@ CASES = {
     "edge_features": lambda: (edge_features, (_cloud(),)),
     "voxelize": lambda: (voxelize, (torch.rand(10, 4) * 2,)),
     "scatter_mean_to_grid": lambda: (scatter_mean_to_grid, (torch.rand(10, 3) * 2 - 1, torch.randn(10, 5))),
+    "scatter_mean_to_grid_sparse": lambda: (scatter_mean_to_grid, (torch.full((10, 3), 0.1) + torch.rand(10, 3) * 0.01, torch.randn(10, 5))),
     "chamfer_distance": lambda: (chamfer_distance, (_cloud(2, 6), _cloud(2, 9))),
     "chamfer_and_fscore": lambda: (chamfer_and_fscore, (_cloud(2, 6), _cloud(2, 9), 0.5)),
     "positional_encoding": lambda: (positional_encoding, (torch.randn(5, 3),)),
