@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .emit import CaptureError
 from .frames import Block, Call, Loop, With
+from .hoist import SwitchesGradMode
 from .program import Jump
 from .values import Break, Ext, TVar, VarSource
 
@@ -38,7 +39,7 @@ class ControlMixin:
     def run_nested(self, frame, node):
         """Expression-level inlining: run the callee to completion; any break breaks the caller."""
         if frame.ambient is not None and frame.ambient != self.ambient:
-            raise Break(f"{frame.info.qualname} changes grad mode (called inside an expression)", None, node)
+            raise SwitchesGradMode(f"{frame.info.qualname} changes grad mode (called inside an expression)", None, node)
         self.depth += 1
         self.nested += 1
         cont = [Call(None, frame, "nested", node), Block(frame, frame.info.body)]
@@ -57,8 +58,8 @@ class ControlMixin:
         cont = self.cont
         while cont and not (type(cont[-1]) is Call and cont[-1].callee is frame):
             e = cont.pop()
-            if type(e) is With:
-                self.set_ambient(e.saved, flush=not nested)
+            if type(e) is With:  # the region ending here computed `value`: keep it
+                self.set_ambient(e.saved, flush=not nested, keep=(value,))
             if not cont:
                 return self.finish(value)
         call = cont.pop()
@@ -88,10 +89,10 @@ class ControlMixin:
             if type(e) is With:
                 self.set_ambient(e.saved)
 
-    def set_ambient(self, state, flush=True):
+    def set_ambient(self, state, flush=True, keep=()):
         if state != self.ambient:
             if flush:
-                self.flush()
+                self.flush(keep)
             self.ambient = state
 
     # -- loops --

@@ -147,6 +147,7 @@ class FuncInfo:
                 raise Unsupported(f"{self.qualname}: return/break/continue inside "
                                   f"`{type(stmt).__name__.lower()}` at line {stmt.lineno}")
 
+        self.hoisted: dict = {}  # statements split around a call (hoist.py), kept for stable resume keys
         # torch.autograd.grad(..., create_graph=True) here: gradients of gradients flow back
         # through the regions this function runs (AOT-compiled regions cannot do that)
         self.create_graph_line = next(

@@ -11,6 +11,7 @@ from .control import ControlMixin
 from .emit import CaptureError, EmitMixin
 from .frames import Block, Call, Loc, Loop, With
 from .guards import GuardSet, constant_like
+from .hoist import SwitchesGradMode, hoisted
 from .interp import ExprMixin
 from .program import Program, Raised
 from .statements import _STMTS, StatementMixin, _escapes_loop
@@ -300,6 +301,10 @@ class Capture(ExprMixin, CallMixin, StatementMixin, ControlMixin, EmitMixin, Sto
         except Break as b:
             self.rollback(tx)
             self.tx = None
+            split = hoisted(stmt, b.node, frame.info) if type(b) is SwitchesGradMode else None
+            if split is not None:  # the call becomes a statement, where regions can switch grad mode
+                self.cont.append(Block(frame, split))
+                return None
             if b.info is not None and _library(b.info) and not _library(frame.info):
                 b.node, b.info = stmt, None  # inside torch's own code: report the user's statement
             return self.on_break(stmt, frame, b)

@@ -130,9 +130,6 @@ def explain_difference(kind: str, line: int, rule: str, source_line: str, reason
             return "torch.tensor() over tensors: Dynamo rewrites it to a stack; capture runs it in Python"
         if "max(" in text or "min(" in text:
             return "Python max/min over tensors compare values; Dynamo rewrites them to torch.maximum/minimum"
-        if "changes grad mode (called inside an expression)" in reason:
-            return ("a call that switches grad mode (e.g. a @torch.no_grad() forward) inside an expression runs "
-                    "in Python under capture (a region has one grad mode); Dynamo records the switch in its graph")
         if "grad mode other than its region's" in reason:
             return "a library function toggles grad mode internally; capture keeps it in Python"
         if "Tensor.data" in reason or "grad_fn" in reason:

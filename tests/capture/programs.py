@@ -346,6 +346,26 @@ def no_grad_mixed_autograd(x):
     return x * s
 
 
+@torch.no_grad()
+def _frozen_scale(t):
+    return t * 2 + 1
+
+
+@case((r(4, 8, grad=True), r(8, 8, grad=True)))
+def no_grad_call_as_statement(x, w):
+    y = _frozen_scale(x)
+    return y @ w, y.requires_grad
+
+
+@case((r(4, 8, grad=True), r(8, 8, grad=True)), (A, M8))
+def no_grad_call_inside_expression(x, w):
+    """Hoisted into a statement of its own where nothing but names is evaluated before the call;
+    the first statement evaluates `w.t()` first, so it runs in Python."""
+    z = w.t() @ (_frozen_scale(x) @ w).t()
+    u = (_frozen_scale(x) @ w).relu() + z.t()
+    return u, (x * _frozen_scale(x)).sum(), [_frozen_scale(x)][0].requires_grad
+
+
 @case((A,))
 def autocast_block(x):
     with torch.autocast("cpu", dtype=torch.bfloat16):

@@ -130,3 +130,14 @@ def test_ops_inside_library_code_carry_the_calling_line():
         [(op, calling_line) for op in first]
     assert ops[-1] == ("aten.add.Tensor", ep.line_of(ep.LinearThenOps.forward, "uses_lru_cached(y) + 1"))
     assert all(ep.__file__ == f for f, _ in rep.regions[0].lines)
+
+
+def test_grad_mode_switching_calls_inside_expressions_are_hoisted():
+    from .programs import no_grad_call_inside_expression as fn, r
+    x, w = r(4, 8, grad=True), r(8, 8, grad=True)
+    rep = explain(fn)(x, w)
+    broken = sorted(b.code.split(" ", 1)[0] for b in rep.breaks)
+    # `z = w.t() @ ...` evaluates w.t() before the call; in the return statement, the third call
+    # comes after `(x * ...).sum()` (the second call, before it, was hoisted); `u = ...` has no break
+    assert broken == ["return", "z"]
+    assert "__fl_g" in rep.program  # the hoisted calls' statements
