@@ -49,8 +49,9 @@ class ConfigResolver:
         """Returns (Config, problem message or None)."""
         module = analysis()
         folder = str(Path(path).parent) if path and Path(path).is_absolute() else ""
-        overrides = {"select": settings.select, "ignore": settings.ignore,
-                     "assume_modules_compiled": settings.assume_modules_compiled}
+        overrides = {"select": settings.select, "ignore": settings.ignore}  # None: not overridden
+        if settings.assume_modules_compiled is not None:
+            overrides["assume_modules_compiled"] = settings.assume_modules_compiled
         key = folder + "\0" + repr(overrides)
         with self._lock:
             cached = self._by_folder.get(key)
@@ -61,8 +62,6 @@ class ConfigResolver:
             config = module.load_config(Path(folder)) if folder else module.Config()
         except Exception as error:  # ConfigError, or an unreadable file
             config, problem = module.Config(), f"{error} (using defaults)"
-        if overrides["assume_modules_compiled"] is None:
-            del overrides["assume_modules_compiled"]
         try:
             config = config.with_overrides(**overrides)
         except ValueError as error:

@@ -30,23 +30,21 @@ _ALWAYS = {
 
 def hoisted(stmt: ast.stmt, call: ast.Call, info) -> list[ast.stmt] | None:
     """[`tmp = call`, `stmt` reading tmp], or None when hoisting could change what runs."""
-    if isinstance(stmt, (ast.Assign, ast.Expr, ast.Return)) or isinstance(stmt, ast.AnnAssign) and stmt.simple:
-        root = stmt.value
-    elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
-        root = stmt.value
-    else:
+    # statements whose value is evaluated first (an augmented assignment reads its target before
+    # it: a plain name, which the call cannot rebind)
+    evaluates_value_first = isinstance(stmt, (ast.Assign, ast.Expr, ast.Return)) or \
+        isinstance(stmt, ast.AnnAssign) and stmt.simple or \
+        isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name)
+    if not evaluates_value_first or stmt.value is None or not _first_effect(stmt.value, call):
         return None
-    if root is None or not _first_effect(root, call):
-        return None
-    cache = info.hoisted
-    key = (id(stmt), id(call))
-    if key not in cache:
+    if (stmt, call) not in info.hoisted:  # AST nodes hash by identity; the split is built once
         name = f"__fl_g{call.lineno}_{call.col_offset}"
         info.locals.add(name)
         take = ast.copy_location(ast.Assign([ast.Name(name, ast.Store())], call), stmt)
         ast.fix_missing_locations(take)
-        cache[key] = (stmt, [take, _replace(stmt, call, ast.copy_location(ast.Name(name, ast.Load()), call))])
-    return cache[key][1]
+        read = ast.copy_location(ast.Name(name, ast.Load()), call)
+        info.hoisted[(stmt, call)] = [take, _replace(stmt, call, read)]
+    return info.hoisted[(stmt, call)]
 
 
 def _first_effect(root: ast.expr, call: ast.Call) -> bool:
