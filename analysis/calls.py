@@ -19,7 +19,28 @@ SKIPPED_CALLS = {
     "uuid.uuid5", "datetime.datetime.now", "datetime.datetime.utcnow", "datetime.datetime.today",
     "datetime.date.today", "datetime.now", "datetime.utcnow", "datetime.today", "date.today",
     "torch.save", "torch.load", "torch.nn.utils.rnn.pack_padded_sequence",
+    # torch's own host-side utilities (measured on 2.13: skipped, GB0007/GB0008)
+    "torch.manual_seed", "torch.random.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all",
+    "torch.get_rng_state", "torch.random.get_rng_state", "torch.set_rng_state", "torch.random.set_rng_state",
+    "torch.set_num_threads", "torch.set_flush_denormal", "torch.set_anomaly_enabled",
+    "torch.autograd.set_detect_anomaly", "torch.typename", "torch.hub.get_dir",
+    "torch.utils.data.get_worker_info", "torch.utils.data.default_collate",
 }
+# torch functions whose Python result Dynamo can neither trace nor fold into a constant
+# ("torch.* op returned non-Tensor", GB0208; is_inference_mode_enabled: GB0046; measured on
+# 2.13). The queries it folds (cuda.is_available, is_grad_enabled, get_default_dtype, ...) are
+# in kinds.TORCH_NON_TENSOR.
+TORCH_HOST_QUERIES = {
+    "torch.initial_seed": K.T_INT, "torch.random.initial_seed": K.T_INT, "torch.get_num_threads": K.T_INT,
+    "torch.cuda.device_count": K.T_INT, "torch.get_device": K.T_INT, "torch.backends.cudnn.is_available": K.T_BOOL,
+    "torch.backends.mps.is_available": K.T_BOOL, "torch.is_storage": K.T_BOOL, "torch.can_cast": K.T_BOOL,
+    "torch.is_warn_always_enabled": K.T_BOOL, "torch.is_inference_mode_enabled": K.T_BOOL,
+    "torch.is_deterministic_algorithms_warn_only_enabled": K.T_BOOL, "torch.result_type": K.T_DTYPE,
+    "torch.get_float32_matmul_precision": K.T_STR,
+}
+GENERATOR = "torch.Generator"
+# Assertions that compare tensor values in Python branches (GB0170 inside torch.testing).
+VALUE_ASSERTIONS = {"torch.testing.assert_close", "torch.testing.assert_allclose"}
 # Stdlib modules implemented in C: Dynamo cannot trace into their functions and marks them as
 # skipped (measured on 2.13: zlib.crc32/adler32, hashlib.*, binascii.crc32, bisect.*, heapq.*).
 SKIPPED_MODULES = {"zlib", "hashlib", "binascii", "bisect", "heapq"}
@@ -132,6 +153,9 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
         if receiver.kind == K.OBJ and isinstance(receiver.ref, str):
             if K.is_training_object(receiver.ref):
                 return training_object_call(walker, node, receiver.ref, func.attr)
+            if receiver.ref == GENERATOR:
+                walker.report("FL127", node, f"`Generator.{func.attr}()` is stateful: Dynamo cannot trace it")
+                return receiver if func.attr == "manual_seed" else K.T_UNKNOWN
             if receiver.ref.startswith("torch.distributions."):
                 return K.T_TENSOR  # sample(), log_prob(), entropy(), ...
             if receiver.ref.startswith("io."):
@@ -357,8 +381,16 @@ def random_value_argument(walker, node: ast.Call, name: str) -> None:
                 return
 
 
+def generator_argument(walker, node: ast.Call, kwargs: dict) -> None:
+    """`generator=g` on a random op: Dynamo cannot pass a Generator into the graph (GB0055)."""
+    generator = kwargs.get("generator")
+    if generator is not None and generator.kind != K.NONE and not generator.optional:  # `generator=None` traces
+        walker.report("FL127", node, "a torch.Generator passed to a random op cannot enter the graph")
+
+
 def tensor_method(walker, node: ast.Call, name: str, receiver: Ty, args: list[Ty], kwargs: dict) -> Ty:
     random_value_argument(walker, node, name)
+    generator_argument(walker, node, kwargs)
     if name == "item":
         walker.report("FL102", node, "`.item()` reads the tensor's value on the host",
                       fix=fix_for("FL102", walker, None, node))
@@ -544,6 +576,16 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
     if dotted in SKIPPED_CALLS:
         walker.report("FL121", node, f"`{dotted}` is skipped by Dynamo: the graph breaks")
         return K.T_UNKNOWN
+    if dotted in TORCH_HOST_QUERIES:
+        walker.report("FL126", node, f"`{dotted}()` returns a Python value Dynamo cannot trace")
+        return TORCH_HOST_QUERIES[dotted]
+    if dotted == GENERATOR:
+        walker.report("FL127", node, "a torch.Generator cannot be created inside compiled code")
+        return K.T_GENERATOR
+    if dotted in VALUE_ASSERTIONS:
+        walker.report("FL101", node, f"`{dotted}` compares tensor values in Python branches")
+        return K.T_NONE
+    generator_argument(walker, node, kwargs)
     if dotted in GRAPH_BREAK_CALLS:
         walker.report("FL131", node, "torch._dynamo.graph_break() ends the graph here")
         return K.T_NONE

@@ -595,7 +595,13 @@ class FunctionWalker:
         if isinstance(value, ast.Constant):
             return self.expr_Constant(value)
         if isinstance(value, ast.Call):
+            seeded = value.func.value if isinstance(value.func, ast.Attribute) and value.func.attr == "manual_seed" \
+                else None  # `G = torch.Generator().manual_seed(0)`
+            if isinstance(seeded, ast.Call):
+                value = seeded
             callee = self.dotted(value.func) or ""
+            if callee == "torch.Generator":
+                return K.T_GENERATOR
             if callee == "logging.getLogger" or callee.endswith(".getLogger"):
                 return K.T_LOGGER
             if callee.startswith("torch.") and callee.split(".")[-1][:1].islower() \

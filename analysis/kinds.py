@@ -73,6 +73,7 @@ T_OBJ = Ty(OBJ)
 T_UNKNOWN = Ty(UNKNOWN)
 T_NDARRAY = Ty(NDARRAY)
 T_LOGGER = Ty(LOGGER)
+T_GENERATOR = Ty(OBJ, ref="torch.Generator")
 T_TENSOR_SEQ = Ty(SEQ, ref=T_TENSOR)
 T_OPTIMIZER = Ty(OBJ, ref="torch.optim.Optimizer")
 
@@ -162,22 +163,20 @@ LAYOUT_PRESERVING = {"transpose", "t", "T", "mT", "view", "reshape", "expand", "
                      "index_select", "gather", "masked_fill", "__invert__", "unflatten", "swapaxes", "diagonal"}
 # Output size depends on the data (capture_dynamic_output_shape_ops=False → break); aten tags
 # them dynamic_output_shape. So is aten._ctc_loss (it sizes a buffer from the target lengths).
-DYNAMIC_SHAPE_OPS = {"nonzero", "argwhere", "unique", "unique_consecutive", "masked_select", "bincount", "ctc_loss"}
+DYNAMIC_SHAPE_OPS = {"nonzero", "argwhere", "unique", "unique_consecutive", "masked_select", "bincount", "ctc_loss",
+                     "combinations"}
 
 # --- torch.* functions -------------------------------------------------------------------------
 TORCH_NON_TENSOR: dict[str, Ty] = {
     "torch.is_tensor": T_BOOL, "torch.is_floating_point": T_BOOL, "torch.is_complex": T_BOOL,
-    "torch.is_grad_enabled": T_BOOL, "torch.is_inference_mode_enabled": T_BOOL,
-    "torch.is_autocast_enabled": T_BOOL, "torch.get_default_dtype": T_DTYPE, "torch.numel": T_SHAPE_INT,
+    "torch.is_grad_enabled": T_BOOL, "torch.is_autocast_enabled": T_BOOL, "torch.get_default_dtype": T_DTYPE, "torch.numel": T_SHAPE_INT,
     "torch.compiler.is_compiling": T_BOOL, "torch.compiler.is_dynamo_compiling": T_BOOL,
     "torch._dynamo.is_compiling": T_BOOL, "torch.jit.is_scripting": T_BOOL, "torch.jit.is_tracing": T_BOOL,
     "torch._C._get_tracing_state": T_BOOL, "torch.cuda.is_available": T_BOOL,
-    "torch.cuda.device_count": T_INT, "torch.backends.mps.is_available": T_BOOL,
     "torch.device": T_DEVICE, "torch.Size": T_SHAPE, "torch.finfo": T_OBJ, "torch.iinfo": T_OBJ,
-    "torch.manual_seed": T_OBJ, "torch.no_grad": T_OBJ, "torch.enable_grad": T_OBJ,
+    "torch.no_grad": T_OBJ, "torch.enable_grad": T_OBJ,
     "torch.inference_mode": T_OBJ, "torch.autocast": T_OBJ, "torch.set_grad_enabled": T_OBJ,
-    "torch.get_num_threads": T_INT, "torch.broadcast_shapes": T_SHAPE, "torch.promote_types": T_DTYPE,
-    "torch.result_type": T_DTYPE, "torch.can_cast": T_BOOL,
+    "torch.broadcast_shapes": T_SHAPE, "torch.promote_types": T_DTYPE,
     "torch.cuda.synchronize": T_NONE, "torch._assert": T_NONE, "torch._check": T_NONE,
     "torch.sym_int": T_INT, "torch.sym_float": T_NUM, "torch.sym_max": T_INT, "torch.sym_min": T_INT,
 }
@@ -193,5 +192,6 @@ NN_TENSOR_ATTRS = {"weight", "bias", "running_mean", "running_var", "in_proj_wei
 
 
 def is_dynamic_repeat(args_types: list[Ty]) -> bool:
-    """repeat_interleave(x, repeats): a tensor `repeats` gives a data-dependent size."""
-    return len(args_types) >= 2 and args_types[1].maybe_tensor
+    """torch.repeat_interleave(x, repeats) / torch.repeat_interleave(repeats): a tensor `repeats`
+    gives a data-dependent size."""
+    return args_types[min(1, len(args_types) - 1)].maybe_tensor if args_types else False

@@ -157,6 +157,26 @@ _RULES = [
          "Compile the forward and the loss, and call the optimizer, scheduler and scaler outside. To "
          "compile the update itself, compile a function that only calls `opt.step()`.",
          "GB0008", "Attempted to inline function marked as skipped"),
+    Rule("FL126", "torch-host-query", GRAPH_BREAK,
+         "torch query whose Python result Dynamo cannot trace",
+         "Some torch functions return a plain Python value that Dynamo can neither put in the graph "
+         "nor fold into a constant: `torch.initial_seed()`, `torch.get_num_threads()`, "
+         "`torch.cuda.device_count()`, `torch.get_device(x)`, `torch.result_type(...)`, "
+         "`torch.backends.cudnn.is_available()` (\"torch.* op returned non-Tensor\"; "
+         "`torch.is_inference_mode_enabled()` is GB0046). Those it folds, such as "
+         "`torch.cuda.is_available()`, `torch.is_grad_enabled()` or `torch.get_default_dtype()`, "
+         "do not break.",
+         "Query the value once outside the compiled function and pass it in, or read `x.device` / "
+         "`x.dtype` instead.",
+         "GB0208", "torch.* op returned non-Tensor"),
+    Rule("FL127", "rng-generator", GRAPH_BREAK,
+         "torch.Generator inside compiled code",
+         "A `torch.Generator` cannot enter a graph: passing one as `generator=` to a random op "
+         "(GB0055), creating one (GB0363) or calling its stateful methods such as `manual_seed` or "
+         "`get_state` (GB7650) breaks the graph. `generator=None` is fine.",
+         "Seed the global generator outside the compiled function (`torch.manual_seed`), or draw "
+         "the random tensor outside and pass it in.",
+         "GB0055", "Failed to convert args/kwargs to proxy"),
     Rule("FL130", "disabled-call", GRAPH_BREAK,
          "Call to a function excluded from compilation",
          "A function decorated with `torch.compiler.disable` / `torch._dynamo.disable` always "
