@@ -87,8 +87,9 @@ class _InitWalker(FunctionWalker):
                 and isinstance(func.value, ast.Name) and func.value.id == "self" and node.args \
                 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
             value = self.expr(node.args[1]) if len(node.args) > 1 else K.T_TENSOR
-            self.attributes[node.args[0].value] = K.T_TENSOR if value.kind != K.NONE else K.T_TENSOR.but(
-                optional=True)
+            # keep what the value is known to be (a boolean mask buffer indexes by its values)
+            self.attributes[node.args[0].value] = value if value.kind == K.TENSOR else K.T_TENSOR if \
+                value.kind != K.NONE else K.T_TENSOR.but(optional=True)
             return K.T_NONE
         if isinstance(func, ast.Attribute) and func.attr == "append" and isinstance(func.value, ast.Attribute) \
                 and isinstance(func.value.value, ast.Name) and func.value.value.id == "self" and node.args:
