@@ -87,6 +87,14 @@ VALUES_INDICES = Ty(K.SEQ, ref=K.T_TENSOR, items=(K.T_TENSOR, K.T_INT_TENSOR))
 CONTAINER_MUTATORS = {"append", "extend", "insert", "update", "setdefault", "pop", "popitem", "clear", "remove"}
 # Recurrent modules Dynamo refuses to wrap (allow_rnn=False); the cells trace fine.
 RNN_MODULES = {"torch.nn.RNN", "torch.nn.GRU", "torch.nn.LSTM"}
+# Modules whose forward compares input sizes in Python (TracerWarnings inside torch, measured on
+# 2.13; BatchNorm only in training, Embedding only with padding_idx > 0: not modelled).
+SIZE_CHECKING_MODULES = {"torch.nn.GroupNorm", "torch.nn.InstanceNorm1d", "torch.nn.InstanceNorm2d",
+                         "torch.nn.InstanceNorm3d", "torch.nn.MultiheadAttention", "torch.nn.TransformerEncoderLayer",
+                         "torch.nn.TransformerDecoderLayer", "torch.nn.TransformerEncoder",
+                         "torch.nn.TransformerDecoder", "torch.nn.Transformer"}
+SIZE_CHECKING_FUNCTIONS = {"group_norm", "instance_norm", "multi_head_attention_forward"}
+SIZE_KINDS = (K.INT, K.NUM, K.BOOL, K.SHAPE)
 # Methods that tensors (and NumPy arrays, which Dynamo traces as tensors) have, but no builtin
 # type and no nn.Module: a value of unknown type that calls one is, in practice, a tensor
 # (`outputs.logits.argmax(-1)`, `logits_fn(x)[:, -1].softmax(-1)`, `batch["ids"].tolist()`).
@@ -268,6 +276,8 @@ def builtin_call(walker, node: ast.Call, name: str, args: list[Ty], kwargs: dict
     if name in ("float", "int", "bool", "complex") and first.kind == K.NDARRAY:
         walker.report("FL104", node, f"{name}() of a NumPy array, which Dynamo traces as a tensor, reads its value")
         return K.T_DATA
+    if name in ("float", "int", "bool", "complex") and first.shape_derived and first.kind in SIZE_KINDS:
+        walker.report_size_read(node, f"{name}() of a size: the trace records the number it had")
     if name in ("float", "int", "complex"):
         return Ty(K.INT if name == "int" else K.NUM, shape_derived=first.shape_derived) \
             if first.kind != K.DATA else K.T_DATA
@@ -282,6 +292,8 @@ def builtin_call(walker, node: ast.Call, name: str, args: list[Ty], kwargs: dict
         walker.report("FL113", node, f"{name}() is I/O Dynamo cannot trace")
         return K.T_OBJ
     if name == "len":
+        if first.kind == K.TENSOR:
+            walker.report_size_read(node, "len() of a tensor: the trace records the length it had")
         return K.T_SHAPE_INT if first.kind in (K.TENSOR, K.SHAPE) else K.T_INT
     if name == "range":
         for arg, ty in zip(node.args, args):
@@ -291,6 +303,10 @@ def builtin_call(walker, node: ast.Call, name: str, args: list[Ty], kwargs: dict
         return Ty(K.SEQ, ref=Ty(K.INT, shape_derived=sized), shape_derived=sized)
     if name in ("getattr", "hasattr", "setattr") and first.kind == K.LOGGER:
         walker.report("FL111", node, f"{name}() on a logging.Logger is not traceable")
+    if name in ("min", "max") and any(t.shape_derived and t.kind in SIZE_KINDS for t in args):
+        walker.report_size_read(node, f"{name}() compares sizes in Python: the trace keeps the winner")
+    if name in ("zip", "enumerate") and any(t.kind == K.TENSOR for t in args):
+        walker.report_size_read(node, f"{name}() over a tensor iterates it: the trace fixes the item count")
     key_types = _walk_key_lambdas(walker, node, name, first)
     if name in ("min", "max") and any(kw.arg == "key" for kw in node.keywords) and (
             _holds_tensors(first) or any(ty.maybe_tensor for ty in key_types)):
@@ -463,8 +479,10 @@ def module_call(walker, node: ast.Call, module: Ty, args: list[Ty], kwargs: dict
         if forward is not None:
             return walker.call_user(node, forward, args, kwargs, receiver=module)
         return K.T_TENSOR
-    if cls in ("torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.ParameterList"):
-        return K.T_UNKNOWN
+    if cls is None or cls in ("torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.ParameterList"):
+        return K.T_UNKNOWN  # a module of unknown class (`A() if c else B()`) may return a tuple
+    if cls in SIZE_CHECKING_MODULES:
+        walker.report_size_read(node, f"`{cls}` checks its input's sizes in Python: the trace bakes the checks")
     if cls in RNN_MODULES:
         walker.report("FL123", node, f"`{cls}` is not traced by Dynamo (allow_rnn=False)")
         walker.skip_frame(node, f"`{cls.rsplit('.', 1)[1]}` is not traced")
@@ -510,6 +528,8 @@ def library_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: di
         if any(t.kind == K.DATA for t in args):
             return K.T_DATA
         shape = any(t.shape_derived for t in args)
+        if shape:
+            walker.report_size_read(node, f"`{dotted}` of a size: the trace records the number it gave")
         return Ty(K.INT if last in ("floor", "ceil", "gcd", "lcm", "prod", "comb", "perm", "isqrt") else K.NUM,
                   shape_derived=shape)
     if head in ("numpy", "np") or dotted.startswith("numpy."):
@@ -612,6 +632,8 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
             walker.report("FL105", node, f"`{dotted}` returns a data-dependent number of elements")
             return K.T_INT_TENSOR if name in ("nonzero", "argwhere", "bincount") else K.T_TENSOR_SEQ \
                 if name == "where" else K.T_TENSOR
+        if namespace == "torch.nn.functional" and name in SIZE_CHECKING_FUNCTIONS:
+            walker.report_size_read(node, f"`{dotted}` checks its input's sizes in Python: the trace bakes the checks")
         if name == "one_hot" and _classes_from_data(node):
             walker.report("FL105", node, f"`{dotted}` without num_classes sizes its output from the data")
             return K.T_INT_TENSOR

@@ -17,7 +17,7 @@ from .fixes import fix_for
 from .index import COMPILE, EXPORT, TRACE, ClassInfo, FunctionInfo
 from .kinds import Ty
 from .params import annotation_type, bind_parameters
-from .rules import GRAPH_BREAK, RULES
+from .rules import GRAPH_BREAK, RULES, TRACE_UNSAFE
 from .source import _split_lines
 
 MAX_DEPTH = 12
@@ -122,7 +122,7 @@ class FunctionWalker:
     def report(self, code: str, node: ast.AST, message: str | None = None, span_node=None, fix=None) -> None:
         if self.dead or self.quiet:
             return
-        if self.mode != COMPILE:
+        if self.mode != COMPILE and RULES[code].category != TRACE_UNSAFE:
             code = TRACE_EQUIVALENT.get(code)
             if code is None:
                 return
@@ -143,6 +143,17 @@ class FunctionWalker:
             self.die(node)
         elif rule.category == GRAPH_BREAK and self.mode == COMPILE:
             self.resume_pending = True
+
+    def report_size_read(self, node: ast.AST, message: str) -> None:
+        """Under torch.jit.trace sizes are 0-d tensors: turning one into a Python number or bool,
+        or iterating a tensor, warns and bakes the value into the trace (FL203, measured on 2.13).
+        Dynamo traces the same code (sizes are symbolic), so nothing is reported for compile roots."""
+        if self.mode != COMPILE:
+            self.report("FL203", node, message)
+
+    def report_tensor_iteration(self, node: ast.expr, iterable: Ty) -> None:
+        if iterable.kind == K.TENSOR:
+            self.report_size_read(node, "Iterating a tensor: the trace fixes the number of iterations")
 
     def die(self, node: ast.AST, cause: str = "Graph break inside a loop, try or generator") -> None:
         self.dead = True
@@ -360,6 +371,8 @@ class FunctionWalker:
                 self.report("FL302", statement, f"Global `{target.id}` changes on every call; Dynamo "
                                                 f"guards on its value and recompiles")
         elif isinstance(target, (ast.Tuple, ast.List)):
+            if value.kind == K.TENSOR:
+                self.report_size_read(target, "Unpacking a tensor iterates it: the trace fixes the item count")
             element = self.element_type(value)
             if value.items is not None and len(value.items) == len(target.elts) \
                     and not any(isinstance(item, ast.Starred) for item in target.elts):
@@ -411,6 +424,7 @@ class FunctionWalker:
 
     def stmt_For(self, node: ast.For) -> None:
         iterable = self.expr(node.iter)
+        self.report_tensor_iteration(node.iter, iterable)
         self.assign(node.target, self.element_type(iterable), node)
         self.unresumable(node.body)
         self.unresumable(node.body)  # second pass: loop-carried types (e.g. a tensor accumulator)
@@ -645,6 +659,8 @@ class FunctionWalker:
         if owner.kind == K.SEQ and owner.ref == K.T_TENSOR and attr in RETURN_TYPE_FIELDS:
             return RETURN_TYPE_FIELDS[attr]  # `x.topk(k).indices`: a torch.return_types field
         dotted = self.dotted(node)
+        if owner.kind == K.UNKNOWN and attr == "shape" and not dotted:
+            return K.T_SHAPE  # of a local value of unknown type: in practice a tensor or an array
         if dotted:
             if dotted.startswith("torch."):
                 last = dotted.rsplit(".", 1)[1]
@@ -722,7 +738,8 @@ class FunctionWalker:
                 self.report("FL105", node, "Boolean-mask indexing: the result's size depends on the mask's values")
                 return
             if part_type.is_tensor and part_type.zero_dim and part_type.integer:
-                self.report("FL104", node, "Indexing with a 0-d tensor reads its value on the host")
+                if self.mode == COMPILE:  # the tracer records an index op instead: nothing is read
+                    self.report("FL104", node, "Indexing with a 0-d tensor reads its value on the host")
                 return
             if part_type.ref == RANDOM_VALUE:
                 self.report("FL124", node, "Indexing with a random.* value, a graph input: Dynamo reads it")
@@ -873,6 +890,7 @@ class FunctionWalker:
         resumable = not isinstance(node, (ast.GeneratorExp, ast.DictComp))
         for index, generator in enumerate(node.generators):
             iterable = self.expr(generator.iter)
+            self.report_tensor_iteration(generator.iter, iterable)
             if index == 0:  # the first iterable is evaluated outside, by the enclosing frame
                 self.unresumable_depth += not resumable
             iterables.append((generator.iter, iterable))

@@ -419,6 +419,16 @@ def header_decorators(header: str) -> list[ast.expr] | None:
     return decorators
 
 
+# nn.Module methods that return the module itself: `torch.jit.trace(Net().eval(), x)` traces a Net.
+_SELF_RETURNING = {"eval", "train", "to", "cpu", "cuda", "float", "half", "double", "bfloat16", "requires_grad_"}
+
+
+def _module_itself(node: ast.expr) -> ast.expr:
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _SELF_RETURNING:
+        node = node.func.value
+    return node
+
+
 def _find_root_calls(index: ModuleIndex, block: Block, statement: ast.stmt) -> None:
     """Finds `torch.compile(fn)`, `torch.jit.trace(model, ...)`, `model.compile()`, and
     `g = torch.compiler.disable(f)` anywhere in the block."""
@@ -428,9 +438,9 @@ def _find_root_calls(index: ModuleIndex, block: Block, statement: ast.stmt) -> N
     for node in ast.walk(statement):
         if isinstance(node, ast.Call):
             calls.append(node)
-        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and len(node.targets) == 1 \
-                and isinstance(node.targets[0], ast.Name):
-            callee = index.dotted(node.value.func)
+        elif isinstance(node, ast.Assign) and isinstance(_module_itself(node.value), ast.Call) \
+                and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            callee = index.dotted(_module_itself(node.value).func)
             if callee and (callee in index.classes or index.resolve_class(callee)):
                 instances[node.targets[0].id] = callee
     for node in calls:
@@ -454,7 +464,7 @@ def _find_root_calls(index: ModuleIndex, block: Block, statement: ast.stmt) -> N
             continue
         if mode is None or not node.args:
             continue
-        subject = node.args[0]
+        subject = _module_itself(node.args[0])
         if isinstance(subject, ast.Call):
             class_name = index.dotted(subject.func)
             if class_name:

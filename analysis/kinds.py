@@ -183,7 +183,9 @@ TORCH_NON_TENSOR: dict[str, Ty] = {
 TORCH_SEQUENCE_FUNCS = {"split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit", "topk", "sort",
                         "meshgrid", "broadcast_tensors", "std_mean", "var_mean", "aminmax", "frexp", "cummax",
                         "cummin", "kthvalue", "mode", "slogdet", "histogram", "atleast_1d", "atleast_2d",
-                        "atleast_3d", "unravel_index"}
+                        "atleast_3d", "unravel_index", "svd", "qr", "eig", "eigh", "lu", "lu_factor", "lu_factor_ex",
+                        "lstsq", "cholesky_ex", "inv_ex", "solve_ex", "ldl_factor", "ldl_factor_ex", "svd_lowrank",
+                        "pca_lowrank", "triangular_solve", "geqrf", "histogramdd"}
 DTYPE_NAMES = {"float", "float32", "float64", "double", "float16", "half", "bfloat16", "int", "int8", "int16",
                "int32", "int64", "long", "short", "uint8", "bool", "complex64", "complex128", "cfloat",
                "cdouble", "float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64"}

@@ -243,10 +243,14 @@ _RULES = [
          "Keep the computation in tensors.",
          None, None),
     Rule("FL203", "trace-bakes-shape", TRACE_UNSAFE,
-         "Branch on a shape is frozen by tracing",
-         "A branch on `x.shape`/`len(x)` is decided for the example input's shape; other shapes "
-         "reuse that decision.",
-         "Trace with each shape class you need, or use `torch.export` with `Dim` constraints.",
+         "A size is frozen by tracing",
+         "While tracing, sizes are 0-d tensors: a branch on `x.shape`, `int()`/`float()` of a size, "
+         "`min`/`max`/`math.*` over sizes, `len(x)`, iterating or unpacking a tensor turn one into a "
+         "Python value (a TracerWarning), and the trace keeps the value the example input gave. So "
+         "do modules that check their input's sizes in Python (`GroupNorm`, `InstanceNorm*`, "
+         "`MultiheadAttention`, the `Transformer*` layers). Dynamo traces all of these symbolically.",
+         "Keep size arithmetic in tensor ops (`x.size(0)` into `torch.arange`, `torch.div` instead of "
+         "`math.*`), or use `torch.export` with `Dim` constraints.",
          None, None),
     Rule("FL204", "trace-drops-side-effect", TRACE_UNSAFE,
          "Python side effect runs only while tracing",

@@ -365,8 +365,10 @@ def _trace_call_targets(source: str) -> set[str]:
             callee = ast.unparse(node.func)
             if callee.endswith(("jit.trace", "export.export")) or callee in ("trace", "export"):
                 target = node.args[0]
-                if isinstance(target, ast.Call):  # torch.jit.trace(Model(...), ...)
-                    target = target.func
+                while isinstance(target, ast.Call):  # torch.jit.trace(Model(...), ...), Model().eval()
+                    func = target.func
+                    target = func.value if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) \
+                        else func
                 names.add(ast.unparse(target).rsplit(".", 1)[-1])
     return names
 
