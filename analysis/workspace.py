@@ -22,7 +22,7 @@ from .edits import interface_text, reparse_blocks, update_index
 from .findings import Report, SourceProblem
 from .index import EXTERNAL_PREFIXES, ClassInfo, FunctionInfo, ModuleIndex, build_index
 from .memo import Analysis, RootResult, merge_findings
-from .source import SourceError, block_problems, decode_source, parse_blocks
+from .source import SourceError, block_problems, decode_source, gc_paused, parse_blocks
 
 MEMO_LIMIT = 50_000
 SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", "venv", ".tox", "build", "dist", ".mypy_cache",
@@ -188,6 +188,7 @@ class Workspace:
         return None
 
     # --- analysis ------------------------------------------------------------------------------
+    @gc_paused
     def analyze_file(self, path: str, text: str | None = None) -> Report:
         """Findings of one file: the roots it defines, followed through the workspace."""
         path = str(path)
@@ -208,6 +209,7 @@ class Workspace:
         report.problems = self._problems(module, results)
         return report
 
+    @gc_paused
     def analyze(self, paths) -> list[Report]:
         """Every .py file under `paths`; findings are filed under the file they occur in."""
         files = list(iter_python_files(paths, self.config.exclude))
