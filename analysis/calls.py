@@ -6,6 +6,7 @@ which calls break the graph, and what type-lite value a call produces.
 from __future__ import annotations
 
 import ast
+import functools
 
 from . import kinds as K
 from .fixes import fix_for
@@ -87,9 +88,11 @@ VALUES_INDICES = Ty(K.SEQ, ref=K.T_TENSOR, items=(K.T_TENSOR, K.T_INT_TENSOR))
 CONTAINER_MUTATORS = {"append", "extend", "insert", "update", "setdefault", "pop", "popitem", "clear", "remove"}
 # Recurrent modules Dynamo refuses to wrap (allow_rnn=False); the cells trace fine.
 RNN_MODULES = {"torch.nn.RNN", "torch.nn.GRU", "torch.nn.LSTM"}
+# nn.Embedding / F.embedding compare a padding_idx other than 0 with the table's size.
+CHECKED_EMBEDDING = "torch.nn.Embedding(padding_idx)"
 # Modules whose forward compares input sizes in Python (TracerWarnings inside torch, measured on
-# 2.13; BatchNorm only in training, Embedding only with padding_idx > 0: not modelled).
-SIZE_CHECKING_MODULES = {"torch.nn.GroupNorm", "torch.nn.InstanceNorm1d", "torch.nn.InstanceNorm2d",
+# 2.13; BatchNorm modules do so only in training mode, which the analyzer cannot see).
+SIZE_CHECKING_MODULES = {CHECKED_EMBEDDING, "torch.nn.GroupNorm", "torch.nn.InstanceNorm1d", "torch.nn.InstanceNorm2d",
                          "torch.nn.InstanceNorm3d", "torch.nn.MultiheadAttention", "torch.nn.TransformerEncoderLayer",
                          "torch.nn.TransformerDecoderLayer", "torch.nn.TransformerEncoder",
                          "torch.nn.TransformerDecoder", "torch.nn.Transformer"}
@@ -104,6 +107,7 @@ TENSOR_ONLY_METHODS = {
     "abs", "exp", "sqrt", "pow", "clamp", "clip", "topk", "gather", "scatter", "masked_fill",
     "view", "reshape", "permute", "transpose", "unsqueeze", "squeeze", "flatten", "expand", "contiguous",
     "detach", "clone", "numpy", "nonzero", "unique", "eq", "ne", "gt", "lt", "ge", "le", "matmul",
+    "size", "dim", "numel",
 }
 # NumPy functions torch._numpy lacks (torch 2.13, NumPy 2.x): Dynamo cannot translate them (GB0294).
 NUMPY_UNSUPPORTED = {
@@ -479,8 +483,16 @@ def module_call(walker, node: ast.Call, module: Ty, args: list[Ty], kwargs: dict
         if forward is not None:
             return walker.call_user(node, forward, args, kwargs, receiver=module)
         return K.T_TENSOR
+    if cls == "torch.nn.Sequential" and module.items:
+        value = args[0] if args else K.T_UNKNOWN
+        for stage in module.items:
+            value = module_call(walker, node, stage, [value], {})
+        return value
+    if isinstance(cls, tuple):  # `A() if c else B()`: either may run
+        results = [module_call(walker, node, module.but(ref=alternative), args, kwargs) for alternative in cls]
+        return functools.reduce(K.join, results)
     if cls is None or cls in ("torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.ParameterList"):
-        return K.T_UNKNOWN  # a module of unknown class (`A() if c else B()`) may return a tuple
+        return K.T_UNKNOWN  # a module of unknown class may return anything, a tuple too
     if cls in SIZE_CHECKING_MODULES:
         walker.report_size_read(node, f"`{cls}` checks its input's sizes in Python: the trace bakes the checks")
     if cls in RNN_MODULES:
@@ -632,7 +644,9 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
             walker.report("FL105", node, f"`{dotted}` returns a data-dependent number of elements")
             return K.T_INT_TENSOR if name in ("nonzero", "argwhere", "bincount") else K.T_TENSOR_SEQ \
                 if name == "where" else K.T_TENSOR
-        if namespace == "torch.nn.functional" and name in SIZE_CHECKING_FUNCTIONS:
+        if namespace == "torch.nn.functional" and (name in SIZE_CHECKING_FUNCTIONS or (
+                name == "embedding" and _padding_index_checked(node)) or (
+                name == "batch_norm" and _keyword_is(node, "training", True))):
             walker.report_size_read(node, f"`{dotted}` checks its input's sizes in Python: the trace bakes the checks")
         if name == "one_hot" and _classes_from_data(node):
             walker.report("FL105", node, f"`{dotted}` without num_classes sizes its output from the data")
@@ -658,6 +672,12 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
         # Keep the element type: `for block in self.blocks: block(x)` inlines Block.forward.
         element = args[0].ref if args[0].kind == K.SEQ and isinstance(args[0].ref, Ty) else K.T_UNKNOWN
         return K.seq_of(element)
+    if dotted == "torch.nn.Embedding" and _padding_index_checked(node):
+        return Ty(K.MODULE, ref=CHECKED_EMBEDDING)
+    if dotted == "torch.nn.Sequential":  # keep the stages: a call runs each in turn
+        stages = tuple(walker.element_type(ty) if isinstance(arg, ast.Starred) else ty
+                       for arg, ty in zip(node.args, args))
+        return Ty(K.MODULE, ref=dotted, items=stages if all(s.kind == K.MODULE for s in stages) else None)
     if namespace.startswith("torch.nn") and name[:1].isupper():
         return Ty(K.MODULE, ref=dotted)
     if namespace in ("torch.nn.init",):
@@ -672,6 +692,18 @@ def _tensor_tuple(name: str) -> Ty:
     return VALUES_INDICES if name in VALUES_INDICES_OPS else K.T_TENSOR_SEQ
 
 
+def _keyword_is(node: ast.Call, name: str, value) -> bool:
+    return any(keyword.arg == name and isinstance(keyword.value, ast.Constant) and keyword.value.value is value
+               for keyword in node.keywords)
+
+
+def _padding_index_checked(node: ast.Call) -> bool:
+    """`nn.Embedding(n, d, padding_idx=p)` / `F.embedding(x, w, p)` with p neither 0 nor None."""
+    index = node.args[2] if len(node.args) > 2 else next(
+        (keyword.value for keyword in node.keywords if keyword.arg == "padding_idx"), None)
+    return index is not None and not (isinstance(index, ast.Constant) and index.value in (0, None))
+
+
 def _classes_from_data(node: ast.Call) -> bool:
     """`F.one_hot(x)` / `num_classes=-1`: the class count is x.max() + 1, read from the data."""
     classes = node.args[1] if len(node.args) > 1 else next(
@@ -681,8 +713,7 @@ def _classes_from_data(node: ast.Call) -> bool:
 
 
 def _requires_grad_true(node: ast.Call) -> bool:
-    return any(keyword.arg == "requires_grad" and isinstance(keyword.value, ast.Constant)
-               and keyword.value.value is True for keyword in node.keywords)
+    return _keyword_is(node, "requires_grad", True)
 
 
 def _is_bool_dtype(node: ast.Call) -> bool:

@@ -8,6 +8,7 @@ memoises walks on that and decides when one must be redone.
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass, field
 
 from . import kinds as K
@@ -481,7 +482,8 @@ class FunctionWalker:
         # Dynamo turns `assert <tensor>` into a runtime assert (no break, measured on 2.13) —
         # but only with no message or a constant one; a computed message makes it a branch.
         if node.msg is None or isinstance(node.msg, ast.Constant):
-            self.expr(node.test)
+            if self.expr(node.test).shape_derived:
+                self.report_size_read(node, "assert on a size: the trace checks the example input's size only")
         else:
             self.test(node.test, node)
 
@@ -557,6 +559,8 @@ class FunctionWalker:
         elif ty.kind in (K.BOOL, K.INT, K.NUM) and ty.shape_derived:
             self.report("FL301", node, "Branch on a tensor's shape: Dynamo specializes on it and "
                                        "recompiles when an input takes the other branch")
+        elif ty.shape_derived:  # a size compared with a host value (one a break made)
+            self.report_size_read(node, "Branch on a size: the trace keeps the way the example input went")
         return ty
 
     def _branch_message(self, node: ast.expr, statement) -> str:
@@ -757,8 +761,12 @@ class FunctionWalker:
         types = [self.expr(element) for element in node.elts]
         if types and all(t.kind == K.INT or t.kind == K.NUM for t in types):
             return K.Ty(K.SHAPE, shape_derived=any(t.shape_derived for t in types))
-        element = types[0] if types and all(t == types[0] for t in types) else (
-            K.T_TENSOR if any(t.maybe_tensor for t in types) else K.T_UNKNOWN)
+        if types and all(t == types[0] for t in types):
+            element = types[0]
+        elif types and all(t.kind == K.MODULE for t in types):  # `[nn.Conv2d(...), nn.GroupNorm(...)]`
+            element = functools.reduce(K.join, types)
+        else:
+            element = K.T_TENSOR if any(t.maybe_tensor for t in types) else K.T_UNKNOWN
         return Ty(K.SEQ, ref=element, items=tuple(types) if isinstance(node, ast.Tuple) else None)
 
     expr_List = expr_Tuple
@@ -815,6 +823,10 @@ class FunctionWalker:
                             tensor.integer and (other.integer or other.kind == K.INT))
         if left.kind == K.NDARRAY or right.kind == K.NDARRAY:
             return K.T_NDARRAY
+        if left.kind == K.SEQ and right.kind == K.SEQ and K.T_UNKNOWN in (left.ref, right.ref):
+            known = right if left.ref == K.T_UNKNOWN else left  # `layers = []; layers += [nn.Conv2d(...)]`
+            if isinstance(known.ref, Ty) and known.ref.kind == K.MODULE:
+                return K.seq_of(known.ref)
         if left.kind == K.SEQ or right.kind == K.SEQ:
             return left if left.kind == K.SEQ else right
         if left.kind == K.SHAPE and right.kind in (K.SHAPE, K.SEQ):
@@ -823,9 +835,9 @@ class FunctionWalker:
             return K.T_STR
         numeric = (K.INT, K.NUM, K.BOOL, K.DATA)
         if left.kind in numeric and right.kind in numeric:
-            if K.DATA in (left.kind, right.kind):
-                return K.T_DATA
             shape = left.shape_derived or right.shape_derived
+            if K.DATA in (left.kind, right.kind):  # a host value; with a size in it, tracing reads the size
+                return K.T_DATA.but(shape_derived=shape)
             if left.kind == K.INT and right.kind == K.INT and not isinstance(op, ast.Div):
                 return K.T_SHAPE_INT if shape else K.T_INT
             return Ty(K.NUM, shape_derived=shape)
@@ -862,9 +874,10 @@ class FunctionWalker:
             return Ty(K.TENSOR, boolean=True, zero_dim=zero)
         if any(t.kind == K.NDARRAY for t in types):
             return Ty(K.NDARRAY, boolean=True)
+        shape = any(t.shape_derived for t in types)
         if any(t.kind == K.DATA for t in types):
-            return K.T_DATA
-        return K.T_SHAPE_BOOL if any(t.shape_derived for t in types) else K.T_BOOL
+            return K.T_DATA.but(shape_derived=shape)
+        return K.T_SHAPE_BOOL if shape else K.T_BOOL
 
     def expr_IfExp(self, node: ast.IfExp) -> Ty:
         self.test(node.test, node)

@@ -109,6 +109,13 @@ def sized_by_shape(iterable: Ty) -> bool:
     return iterable.kind == SEQ and iterable.shape_derived
 
 
+def _alternatives(a, b) -> tuple | None:
+    """The classes a module may be (`self.mix = A() if c else B()`): calls try each."""
+    if a is None or b is None:
+        return None
+    return tuple(dict.fromkeys([*(a if isinstance(a, tuple) else (a,)), *(b if isinstance(b, tuple) else (b,))]))
+
+
 def join(a: Ty, b: Ty) -> Ty:
     """Type after control flow merges."""
     if a == b:
@@ -120,7 +127,8 @@ def join(a: Ty, b: Ty) -> Ty:
     if a.kind == b.kind:
         items = tuple(join(x, y) for x, y in zip(a.items, b.items)) \
             if a.items is not None and b.items is not None and len(a.items) == len(b.items) else None
-        return Ty(a.kind, optional=a.optional or b.optional, ref=a.ref if a.ref == b.ref else None,
+        ref = a.ref if a.ref == b.ref else _alternatives(a.ref, b.ref) if a.kind == MODULE else None
+        return Ty(a.kind, optional=a.optional or b.optional, ref=ref,
                   shape_derived=a.shape_derived or b.shape_derived, zero_dim=a.zero_dim and b.zero_dim,
                   boolean=a.boolean and b.boolean, integer=a.integer and b.integer, items=items)
     if {a.kind, b.kind} <= {INT, NUM, BOOL}:

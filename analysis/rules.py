@@ -248,7 +248,8 @@ _RULES = [
          "`min`/`max`/`math.*` over sizes, `len(x)`, iterating or unpacking a tensor turn one into a "
          "Python value (a TracerWarning), and the trace keeps the value the example input gave. So "
          "do modules that check their input's sizes in Python (`GroupNorm`, `InstanceNorm*`, "
-         "`MultiheadAttention`, the `Transformer*` layers). Dynamo traces all of these symbolically.",
+         "`MultiheadAttention`, the `Transformer*` layers, `Embedding` with a `padding_idx` other than 0). "
+         "Dynamo traces all of these symbolically.",
          "Keep size arithmetic in tensor ops (`x.size(0)` into `torch.arange`, `torch.div` instead of "
          "`math.*`), or use `torch.export` with `Dim` constraints.",
          None, None),
