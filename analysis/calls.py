@@ -90,6 +90,10 @@ CONTAINER_MUTATORS = {"append", "extend", "insert", "update", "setdefault", "pop
 RNN_MODULES = {"torch.nn.RNN", "torch.nn.GRU", "torch.nn.LSTM"}
 # nn.Embedding / F.embedding compare a padding_idx other than 0 with the table's size.
 CHECKED_EMBEDDING = "torch.nn.Embedding(padding_idx)"
+# Registering a module hook inside compiled code breaks ("setattr() on unsupported type", GB0467),
+# and so does removing the handle (GB0013), measured on 2.13. Tensor.register_hook traces.
+MODULE_HOOKS = {"register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
+                "register_full_backward_pre_hook", "register_backward_hook"}
 # Modules whose forward compares input sizes in Python (TracerWarnings inside torch, measured on
 # 2.13; BatchNorm modules do so only in training mode, which the analyzer cannot see).
 SIZE_CHECKING_MODULES = {CHECKED_EMBEDDING, "torch.nn.GroupNorm", "torch.nn.InstanceNorm1d", "torch.nn.InstanceNorm2d",
@@ -151,6 +155,12 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
             walker.expr(kw.value)
 
     receiver = walker.expr(func.value) if isinstance(func, ast.Attribute) else None
+    if receiver is not None and func.attr in MODULE_HOOKS and receiver.kind in (K.MODULE, K.UNKNOWN):
+        walker.report("FL129", node, f"`{func.attr}()` inside compiled code: Dynamo cannot install a hook")
+        return K.T_HOOK_HANDLE
+    if receiver == K.T_HOOK_HANDLE and func.attr == "remove":
+        walker.report("FL129", node, "removing a hook handle inside compiled code is not traceable")
+        return K.T_NONE
     if receiver is not None:
         if func.attr in CONTAINER_MUTATORS:
             walker.report_state_change(func.value, node)
@@ -473,6 +483,8 @@ def module_method(walker, node: ast.Call, name: str, receiver: Ty, args: list[Ty
         return module_call(walker, node, receiver, args, kwargs)
     if name in ("register_buffer", "register_parameter"):
         return K.T_NONE
+    if name == "get_submodule":
+        return Ty(K.MODULE)
     return K.T_UNKNOWN
 
 

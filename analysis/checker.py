@@ -96,6 +96,7 @@ class FunctionWalker:
         self._lines: list[str] | None = None
         self.position: list[tuple[list, int]] = []  # (statement list, index) from the body inwards
         self.item_next_to_tensor: set[int] = set()  # `.item()` calls whose other operand is a tensor
+        self.local_objects: set[str] = set()  # names bound to user-class objects made in this frame
         self.changed_state: set[str] = set()  # lists/dicts outliving the call that this walk changed
         self.stored_attributes: set[tuple] = set()  # (class key, name) this walk stored to
         node = function.node
@@ -151,6 +152,14 @@ class FunctionWalker:
         Dynamo traces the same code (sizes are symbolic), so nothing is reported for compile roots."""
         if self.mode != COMPILE:
             self.report("FL203", node, message)
+
+    def iterate_user_object(self, node: ast.expr, iterable: Ty) -> None:
+        """`for layer in self.layers` over a class with its own `__iter__` (a LayerDrop list):
+        Dynamo inlines the iterator."""
+        if iterable.kind in (K.MODULE, K.OBJ) and isinstance(iterable.ref, ClassInfo):
+            method = iterable.ref.lookup_method("__iter__")
+            if method is not None:
+                self.call_user(node, method, [], {}, receiver=iterable)
 
     def report_tensor_iteration(self, node: ast.expr, iterable: Ty) -> None:
         if iterable.kind == K.TENSOR:
@@ -368,6 +377,9 @@ class FunctionWalker:
     def assign(self, target: ast.expr, value: Ty, statement: ast.stmt) -> None:
         if isinstance(target, ast.Name):
             self.env[target.id] = value
+            made_here = value.kind == K.OBJ and isinstance(value.ref, ClassInfo) and isinstance(
+                getattr(statement, "value", None), ast.Call)
+            (self.local_objects.add if made_here else self.local_objects.discard)(target.id)
             if target.id in self.globals_declared and value.kind in (K.INT, K.NUM, K.BOOL, K.DATA, K.UNKNOWN):
                 self.report("FL302", statement, f"Global `{target.id}` changes on every call; Dynamo "
                                                 f"guards on its value and recompiles")
@@ -394,6 +406,11 @@ class FunctionWalker:
                 self.store_attribute(owner.ref, target.attr, value, statement)
         elif isinstance(target, ast.Subscript):
             container = self.expr(target.value)
+            if container == K.T_PARAM_GROUP:
+                # measured on 2.13: Dynamo guards on each group's keys and adds one of its own
+                # ("capturable") while tracing, so the next call recompiles
+                self.report("FL302", statement, "Changing an optimizer's param group inside compiled code "
+                                                "recompiles on the next call")
             self.expr(target.slice)
             self.report_state_change(target.value, statement)
             if container.kind == K.DICT and isinstance(target.value, ast.Name):  # `d[k] = v`: d's values
@@ -426,6 +443,7 @@ class FunctionWalker:
     def stmt_For(self, node: ast.For) -> None:
         iterable = self.expr(node.iter)
         self.report_tensor_iteration(node.iter, iterable)
+        self.iterate_user_object(node.iter, iterable)
         self.assign(node.target, self.element_type(iterable), node)
         self.unresumable(node.body)
         self.unresumable(node.body)  # second pass: loop-carried types (e.g. a tensor accumulator)
@@ -660,6 +678,8 @@ class FunctionWalker:
             return self.module_attribute(owner, attr)
         if owner.kind == K.SHAPE:
             return K.T_OBJ
+        if owner.kind == K.OBJ and attr == "param_groups" and K.is_training_object(owner.ref):
+            return K.seq_of(K.T_PARAM_GROUP)
         if owner.kind == K.SEQ and owner.ref == K.T_TENSOR and attr in RETURN_TYPE_FIELDS:
             return RETURN_TYPE_FIELDS[attr]  # `x.topk(k).indices`: a torch.return_types field
         dotted = self.dotted(node)
@@ -941,6 +961,8 @@ class FunctionWalker:
         if iterable.kind == K.SEQ:
             return iterable.ref if isinstance(iterable.ref, Ty) else K.T_UNKNOWN
         if iterable.kind == K.TENSOR:
+            if iterable.zero_dim:  # a 0-d tensor cannot be iterated: the type guess was wrong
+                return K.T_UNKNOWN
             # Iterating an index tensor (argmax(-1), nonzero...) yields indices, in practice 0-d.
             return K.T_TENSOR.but(boolean=iterable.boolean, integer=iterable.integer, zero_dim=iterable.integer)
         if iterable.kind == K.SHAPE:  # a tuple of Python ints is one too: its items are not sizes
@@ -971,6 +993,15 @@ class FunctionWalker:
         self.result.observations.append((callee, params, call_span, outcome))
         returns, breaks, stored = outcome
         self.stored_attributes |= stored
+        # Resuming after the call would need the object rebuilt (inside a loop Dynamo gives up on
+        # the frame anyway, without trying).
+        if breaks and self.mode == COMPILE and not self.dead and not self.unresumable_depth \
+                and isinstance(getattr(node, "func", None), ast.Attribute) \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id in self.local_objects:
+            self.report("FL128", node, f"`{callee.qualname}` breaks on an object made in this function: "
+                                       "Dynamo cannot rebuild it")
+            self.die(node, "Graph break on an object made in this function")
+            return returns
         if breaks and self.mode == COMPILE and not self.dead:
             self.frame_breaks()  # inlining stops at the callee's break: the break is at this call
             if self.dead_after_this:

@@ -177,6 +177,23 @@ _RULES = [
          "Seed the global generator outside the compiled function (`torch.manual_seed`), or draw "
          "the random tensor outside and pass it in.",
          "GB0055", "Failed to convert args/kwargs to proxy"),
+    Rule("FL128", "local-object-break", GRAPH_BREAK,
+         "Graph break inside a method of an object made in the compiled function",
+         "At a graph break inside an inlined method, Dynamo must rebuild the objects the frame "
+         "holds to run the rest in Python. An object of a user class created inside the compiled "
+         "function has no source to rebuild it from (\"Reconstruction failure\"), so Dynamo gives "
+         "up at the call and runs the rest of the function eagerly (measured on 2.13; nn.Module "
+         "instances are rebuilt fine).",
+         "Fix the break inside the method, or create the object outside and pass it in.",
+         "GB0092", "Reconstruction failure"),
+    Rule("FL129", "module-hook-in-compiled", GRAPH_BREAK,
+         "Module hook registered or removed inside compiled code",
+         "`register_forward_hook` and the other module-hook registrations change the module in a "
+         "way Dynamo cannot trace (GB0467), and removing the returned handle breaks again "
+         "(GB0013). `Tensor.register_hook` traces.",
+         "Register the hooks once, outside the compiled function (e.g. in `__init__`), and keep "
+         "them; or use `torch.func`/explicit returns to get intermediate values.",
+         "GB0467", "setattr() on unsupported type"),
     Rule("FL130", "disabled-call", GRAPH_BREAK,
          "Call to a function excluded from compilation",
          "A function decorated with `torch.compiler.disable` / `torch._dynamo.disable` always "
