@@ -437,6 +437,12 @@ def tensor_method(walker, node: ast.Call, name: str, receiver: Ty, args: list[Ty
     if name == "requires_grad_":
         walker.report("FL140", node, "`requires_grad_()` inside compiled code")
         return receiver
+    if name in ("apply_", "map_", "map2_"):
+        walker.report("FL121", node, f"`Tensor.{name}()` calls a Python function per element: not traceable")
+        return receiver
+    if name == "storage":  # the legacy TypedStorage (untyped_storage() traces)
+        walker.report("FL126", node, "`Tensor.storage()` returns a TypedStorage Dynamo cannot trace")
+        return K.T_OBJ
     if name in ("equal", "allclose"):
         walker.report("FL104", node, f"`.{name}()` returns a Python bool computed from tensor data")
         return K.T_DATA
@@ -539,6 +545,11 @@ def library_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: di
         if args and not _plain_python(args[0]):  # deepcopy of plain Python data traces fine
             walker.report("FL120", node, "copy.deepcopy() of tensors or modules is not traceable")
         return args[0] if args else K.T_UNKNOWN
+    if dotted in ("dataclasses.asdict", "dataclasses.astuple"):
+        # they deep-copy every field (measured on 2.13: GB4198); a dataclass in model code holds tensors
+        if args and (args[0].kind == K.OBJ or not _plain_python(args[0])):
+            walker.report("FL120", node, f"`{dotted}()` deep-copies the fields, tensors too: not traceable")
+        return Ty(K.DICT) if last == "asdict" else K.seq_of(K.T_UNKNOWN)
     if dotted in ("io.BytesIO", "io.StringIO"):
         walker.report("FL113", node, f"`{dotted}()` inside compiled code")
         return Ty(K.OBJ, ref=dotted)

@@ -96,6 +96,7 @@ class FunctionWalker:
         self._lines: list[str] | None = None
         self.position: list[tuple[list, int]] = []  # (statement list, index) from the body inwards
         self.item_next_to_tensor: set[int] = set()  # `.item()` calls whose other operand is a tensor
+        self.torch_contexts = 0  # depth of `with torch.<context manager>` blocks around the position
         self.local_objects: set[str] = set()  # names bound to user-class objects made in this frame
         self.changed_state: set[str] = set()  # lists/dicts outliving the call that this walk changed
         self.stored_attributes: set[tuple] = set()  # (class key, name) this walk stored to
@@ -318,6 +319,8 @@ class FunctionWalker:
         """After a break, Dynamo compiles the rest of the frame only if that rest holds a
         tensor: a live local that is one, or a torch/numpy module it uses (as
         `has_tensor_in_frame` checks). Otherwise the rest runs eagerly and breaks nothing."""
+        if self.torch_contexts:
+            return True
         names = set()
         for statements, index in self.position:
             for statement in statements[index + 1:]:
@@ -397,6 +400,10 @@ class FunctionWalker:
                 self.assign(inner, K.seq_of(element) if isinstance(item, ast.Starred) else element, statement)
         elif isinstance(target, ast.Attribute):
             owner = self.expr(target.value)
+            if owner.kind == K.CLASS and isinstance(owner.ref, ClassInfo) and (
+                    value.kind in PYTHON_VALUES or value.kind == K.UNKNOWN):
+                self.report("FL302", statement, f"Class attribute `{owner.ref.name}.{target.attr}` changes on "
+                                                "every call; Dynamo guards on its value and recompiles")
             if owner.is_tensor and target.attr == "requires_grad":
                 self.report("FL140", statement, "Setting `requires_grad` inside compiled code")
             if owner.kind == K.LOGGER:
@@ -476,7 +483,15 @@ class FunctionWalker:
                 self.skip_frame(item.context_expr, "Unsupported context manager")
             if item.optional_vars is not None:
                 self.assign(item.optional_vars, K.T_OBJ if context.kind != K.TENSOR else context, node)
-        self.block(node.body)
+        # A frame resumed inside `with torch.no_grad():` (autocast, ...) re-enters it through a
+        # torch global, so Dynamo traces the rest even with no tensor live (measured on 2.13).
+        torch_context = any(isinstance(item.context_expr, ast.Call) and
+                            (self.dotted(item.context_expr.func) or "").startswith("torch.") for item in node.items)
+        self.torch_contexts += torch_context
+        try:
+            self.block(node.body)
+        finally:
+            self.torch_contexts -= torch_context
 
     stmt_AsyncWith = stmt_With
 
@@ -670,6 +685,10 @@ class FunctionWalker:
             if attr == "grad":
                 return K.T_TENSOR.but(optional=True)
             return K.T_OBJ
+        if owner.kind in (K.MODULE, K.OBJ) and isinstance(owner.ref, ClassInfo) and isinstance(node.ctx, ast.Load):
+            getter = owner.ref.lookup_method(attr)
+            if getter is not None and _is_property(getter):  # Dynamo inlines the getter
+                return self.call_user(node, getter, [], {}, receiver=owner)
         if owner.kind == K.MODULE:
             if isinstance(owner.ref, ClassInfo) and not self.dead and not self.quiet:
                 key = _class_key(owner.ref), attr
@@ -1022,6 +1041,11 @@ def _handlers(cls, prefix: str) -> dict:
 
 FunctionWalker._statements, FunctionWalker._expressions = _handlers(FunctionWalker, "stmt_"), \
     _handlers(FunctionWalker, "expr_")
+
+
+def _is_property(function: FunctionInfo) -> bool:
+    node = function.node
+    return node is not None and any(isinstance(d, ast.Name) and d.id == "property" for d in node.decorator_list)
 
 
 def _reads_self_attribute(node: ast.expr, attr: str) -> bool:

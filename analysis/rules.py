@@ -162,7 +162,7 @@ _RULES = [
          "Some torch functions return a plain Python value that Dynamo can neither put in the graph "
          "nor fold into a constant: `torch.initial_seed()`, `torch.get_num_threads()`, "
          "`torch.cuda.device_count()`, `torch.get_device(x)`, `torch.result_type(...)`, "
-         "`torch.backends.cudnn.is_available()` (\"torch.* op returned non-Tensor\"; "
+         "`torch.backends.cudnn.is_available()`, `x.storage()` (\"torch.* op returned non-Tensor\"; "
          "`torch.is_inference_mode_enabled()` is GB0046). Those it folds, such as "
          "`torch.cuda.is_available()`, `torch.is_grad_enabled()` or `torch.get_default_dtype()`, "
          "do not break.",
