@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 
 from . import kinds as K
 from .fixes import fix_for
@@ -148,7 +149,13 @@ BUILTIN_NON_TENSOR = {"isinstance": K.T_BOOL, "issubclass": K.T_BOOL, "hasattr":
 
 def evaluate_call(walker, node: ast.Call) -> Ty:
     func = node.func
-    args = [walker.expr(arg) for arg in node.args]
+    args = []
+    for arg in node.args:
+        ty = walker.expr(arg)
+        if isinstance(arg, ast.Starred) and ty.kind == K.SEQ and ty.items is not None:
+            args.extend(ty.items)  # `fn(*args)` in a wrapper that received known arguments
+        else:
+            args.append(ty)
     kwargs = {kw.arg: walker.expr(kw.value) for kw in node.keywords if kw.arg}
     for kw in node.keywords:
         if kw.arg is None:
@@ -164,10 +171,10 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
     if receiver is not None:
         if func.attr in CONTAINER_MUTATORS:
             walker.report_state_change(func.value, node)
-        if receiver.kind == K.OBJ and isinstance(receiver.ref, ClassInfo):
+        if receiver.kind in (K.OBJ, K.CLASS) and isinstance(receiver.ref, ClassInfo):
             method = receiver.ref.lookup_method(func.attr)
             if method is not None:
-                return walker.call_user(node, method, args, kwargs, receiver=receiver)
+                return walker.call_method(node, method, args, kwargs, receiver)
         if receiver.kind == K.TENSOR:
             return tensor_method(walker, node, func.attr, receiver, args, kwargs)
         if receiver.kind == K.UNKNOWN and func.attr in TENSOR_ONLY_METHODS:
@@ -217,6 +224,11 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
 
     if callee is not None and callee.kind == K.FUNC and isinstance(callee.ref, FunctionInfo):
         return walker.call_user(node, callee.ref, args, kwargs)
+    if callee is not None and callee.kind == K.FUNC and type(callee.ref) is tuple:  # noqa: E721 (not Wrapped)
+        # a registry entry (`LOSSES[name]`): whichever function the key picks may run
+        return functools.reduce(K.join, [walker.call_user(node, f, args, kwargs) for f in callee.ref])
+    if callee is not None and callee.kind == K.FUNC and isinstance(callee.ref, K.Wrapped):
+        return walker.call_user(node, callee.ref.function, args, kwargs, closure=callee.ref.closure)
     if callee is not None and callee.kind == K.CLASS and isinstance(callee.ref, ClassInfo):
         return Ty(K.MODULE if callee.ref.is_module else K.OBJ, ref=callee.ref)
     if callee is not None and callee.kind == K.MODULE:
@@ -238,6 +250,23 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
             return Ty(K.MODULE if cls.is_module else K.OBJ, ref=cls)
         return library_call(walker, node, dotted, args, kwargs)
     return K.T_UNKNOWN
+
+
+def registered_functions(walker, table: str, key: ast.expr) -> list[FunctionInfo]:
+    """The module's functions a registry decorator put in the module-level dict `table`
+    (`@register(LOSSES, "mse")`); with a constant key, the one registered under it."""
+    module = walker.module
+    if table in walker.env or not isinstance(module.globals.get(table), ast.Dict):
+        return []
+    mention = re.compile(rf"@[\w.]+\(\s*{re.escape(table)}\b(?:\s*,\s*['\"]([^'\"]*)['\"])?")
+    found = []
+    for function in module.functions.values():
+        match = mention.search(function.block.text.split("def ", 1)[0])
+        if match is not None:
+            found.append((match.group(1) or function.qualname, function))
+    if isinstance(key, ast.Constant) and isinstance(key.value, str):
+        return [function for name, function in found if name == key.value]
+    return [function for _, function in found]
 
 
 def training_object_call(walker, node: ast.Call, cls: str, name: str) -> Ty:
@@ -414,7 +443,8 @@ def random_value_argument(walker, node: ast.Call, name: str) -> None:
 def generator_argument(walker, node: ast.Call, kwargs: dict) -> None:
     """`generator=g` on a random op: Dynamo cannot pass a Generator into the graph (GB0055)."""
     generator = kwargs.get("generator")
-    if generator is not None and generator.kind != K.NONE and not generator.optional:  # `generator=None` traces
+    # `generator=None` traces; an optional parameter counts when it is annotated as a Generator
+    if generator is not None and generator.kind != K.NONE and (not generator.optional or generator.ref == GENERATOR):
         walker.report("FL127", node, "a torch.Generator passed to a random op cannot enter the graph")
 
 
@@ -477,7 +507,7 @@ def module_method(walker, node: ast.Call, name: str, receiver: Ty, args: list[Ty
     if isinstance(cls, ClassInfo):
         method = cls.lookup_method(name)
         if method is not None:
-            return walker.call_user(node, method, args, kwargs, receiver=receiver)
+            return walker.call_method(node, method, args, kwargs, receiver)
     attribute = walker.module_attribute(receiver, name)
     if attribute.kind == K.MODULE:  # a sub-module: `self.proj(x)`
         return module_call(walker, node, attribute, args, kwargs)

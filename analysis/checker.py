@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 
 from . import kinds as K
 from .findings import Span
-from .calls import CONTAINER_MUTATORS, RANDOM_VALUE, RETURN_TYPE_FIELDS, evaluate_call
+from .calls import CONTAINER_MUTATORS, RANDOM_VALUE, RETURN_TYPE_FIELDS, evaluate_call, registered_functions
 from .fixes import fix_for
-from .index import COMPILE, EXPORT, TRACE, ClassInfo, FunctionInfo
+from .index import COMPILE, EXPORT, EXTERNAL_PREFIXES, TRACE, ClassInfo, FunctionInfo
 from .kinds import Ty
-from .params import annotation_type, bind_parameters
+from .params import annotation_type, bind_parameters, root_parameters
 from .rules import GRAPH_BREAK, RULES, TRACE_UNSAFE
 from .source import _split_lines
 
@@ -85,7 +85,9 @@ class FunctionWalker:
         # expression or dict comprehension: a break there makes it skip the rest of the frame
         # (measured on 2.13: later breaks in the frame are never reported; callees still compile
         # as frames of their own).
-        self.unresumable_depth = 0
+        # ... nor inside a generator function it inlines (`@contextmanager` bodies, `__iter__`):
+        # measured on 2.13, only the first break in one is reported.
+        self.unresumable_depth = int(_is_generator(function))
         self.dead = False
         self.dead_after_this = False
         self.resume_pending = False
@@ -107,8 +109,8 @@ class FunctionWalker:
         args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
         for arg, ty in zip(args, params):
             self.env[arg.arg] = ty
-        if node.args.vararg:
-            self.env[node.args.vararg.arg] = K.T_TENSOR_SEQ
+        if node.args.vararg:  # bound by bind_parameters after the named ones; a root's: tensors
+            self.env[node.args.vararg.arg] = params[len(args)] if len(params) > len(args) else K.T_TENSOR_SEQ
         if node.args.kwarg:
             self.env[node.args.kwarg.arg] = K.T_OBJ
 
@@ -695,6 +697,8 @@ class FunctionWalker:
                 if key not in self.stored_attributes:
                     self.result.guarded_attributes.add(key)
             return self.module_attribute(owner, attr)
+        if owner.kind == K.OBJ and isinstance(owner.ref, ClassInfo):  # a plain object: what __init__ stored
+            return self.module_attribute(owner, attr)
         if owner.kind == K.SHAPE:
             return K.T_OBJ
         if owner.kind == K.OBJ and attr == "param_groups" and K.is_training_object(owner.ref):
@@ -738,6 +742,11 @@ class FunctionWalker:
         return K.T_UNKNOWN
 
     def expr_Subscript(self, node: ast.Subscript) -> Ty:
+        if isinstance(node.value, ast.Name) and isinstance(node.ctx, ast.Load):
+            registered = registered_functions(self, node.value.id, node.slice)
+            if registered:  # `LOSSES[cfg.loss]`, filled by `@register(LOSSES, ...)`
+                self.expr(node.slice)
+                return Ty(K.FUNC, ref=tuple(registered))
         container = self.expr(node.value)
         index = self.expr(node.slice)
         if container.kind == K.TENSOR:
@@ -994,8 +1003,22 @@ class FunctionWalker:
         return evaluate_call(self, node)
 
     # --- user functions ------------------------------------------------------------------------
+    def call_method(self, node: ast.Call, method: FunctionInfo, args: list[Ty], kwargs: dict[str, Ty],
+                    receiver: Ty) -> Ty:
+        """`obj.m(...)` or `Cls.m(...)`: binds `self`/`cls` the way the method's decorators say."""
+        decorators = _decorator_names(method)
+        if "staticmethod" in decorators:
+            return self.call_user(node, method, args, kwargs)
+        if "classmethod" in decorators:
+            return self.call_user(node, method, args, kwargs, receiver=Ty(K.CLASS, ref=receiver.ref))
+        if receiver.kind == K.CLASS:  # `Base.forward(self, x)`: self comes as an argument
+            return self.call_user(node, method, args, kwargs)
+        return self.call_user(node, method, args, kwargs, receiver=receiver)
+
     def call_user(self, node: ast.Call, callee: FunctionInfo, args: list[Ty], kwargs: dict[str, Ty],
-                  receiver: Ty | None = None) -> Ty:
+                  receiver: Ty | None = None, closure: tuple | None = None) -> Ty:
+        """Walks a call of `callee`; `closure` (a decorator's wrapper, or the function it wraps)
+        means: call it as it is, with these enclosing variables."""
         call_span = self.relative_span(node)
         if callee.node is None:  # does not parse (yet): remember to look again once it does
             self.result.observations.append((callee, None, call_span, UNKNOWN_OUTCOME))
@@ -1004,8 +1027,24 @@ class FunctionWalker:
             self.report("FL130", node, f"`{callee.qualname}` is excluded from compilation "
                                        f"(torch.compiler.disable): the graph breaks around the call")
             return K.T_UNKNOWN
-        params = bind_parameters(callee, args, kwargs, receiver)
-        if callee.qualname.startswith(self.function.qualname + "."):
+        if closure is None and callee.node.decorator_list:
+            wrapper = decorated(callee, self.expr)
+            if wrapper is not None:  # the call runs the decorator's wrapper, which gets self too
+                return self.call_user(node, wrapper.function, [receiver, *args] if receiver else args, kwargs,
+                                      closure=wrapper.closure)
+        nested = callee.qualname.startswith(self.function.qualname + ".")
+        if self.dead and self.mode == COMPILE and not closure and not nested:
+            # This part of the frame runs eagerly: Dynamo compiles the callee as a frame of its
+            # own, whose arguments are inputs (measured on 2.13: a 0-d index tensor passed in is
+            # indexed in the graph, while one made by iterating a tensor is read on the host).
+            params = root_parameters(callee)
+            if receiver is not None:
+                params = (receiver, *params[1:])
+        else:
+            params = bind_parameters(callee, args, kwargs, receiver)
+        if closure:
+            params += (closure,)
+        elif nested:
             params += (self.closure_for(callee),)
         outcome = self.analysis.evaluate(callee, self.mode, params, self.chain + ((self.function, call_span),),
                                          self.depth + 1)
@@ -1043,9 +1082,96 @@ FunctionWalker._statements, FunctionWalker._expressions = _handlers(FunctionWalk
     _handlers(FunctionWalker, "expr_")
 
 
-def _is_property(function: FunctionInfo) -> bool:
+def decorated(function: FunctionInfo, argument_type) -> K.Wrapped | None:
+    """What a call to `function` runs when user decorators wrap it (`@timed("fwd")`,
+    `@nan_guard`): the wrapper def each one returns, innermost first, whose `fn` is the
+    function (or the wrapper) below it. Decorators that return the function itself
+    (registries) or are not in the workspace leave it as it is. `argument_type` types the
+    arguments of a decorator factory."""
+    inner = K.Wrapped(function, ())
+    for decorator in reversed(function.node.decorator_list):
+        inner = _wrap(function.module, decorator, inner, argument_type) or inner
+    return inner if inner.function is not function else None
+
+
+def _wrap(module, decorator: ast.expr, inner: K.Wrapped, argument_type) -> K.Wrapped | None:
+    closure = []
+    if isinstance(decorator, ast.Call):  # a factory: `@timed("fwd")` → deco → wrapper
+        factory = _workspace_function(module, decorator.func)
+        deco_node = _returned_def(factory.node) if factory is not None and factory.node is not None else None
+        if deco_node is None:
+            return None
+        positional = [*factory.node.args.posonlyargs, *factory.node.args.args]
+        closure += [(arg.arg, argument_type(value)) for arg, value in zip(positional, decorator.args)]
+        deco = FunctionInfo(f"{factory.qualname}.{deco_node.name}", factory.block, factory.module, None,
+                            _node=deco_node)
+    else:
+        deco = _workspace_function(module, decorator)
+    wrapper_node = _returned_def(deco.node) if deco is not None and deco.node is not None else None
+    if wrapper_node is None or not deco.node.args.args:
+        return None
+    closure.append((deco.node.args.args[0].arg, Ty(K.FUNC, ref=inner)))
+    wrapper = FunctionInfo(f"{deco.qualname}.{wrapper_node.name}", deco.block, deco.module, None, _node=wrapper_node)
+    return K.Wrapped(wrapper, (CLOSURE,) + tuple(sorted(closure, key=lambda item: item[0])))
+
+
+def _workspace_function(module, node: ast.expr) -> FunctionInfo | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    dotted = ".".join([module.imports.get(node.id, node.id), *reversed(parts)])
+    return None if dotted.startswith(EXTERNAL_PREFIXES) else module.resolve_function(dotted)
+
+
+def constant_type(node: ast.expr) -> Ty:
+    """The type of a literal (decorator factory arguments at a root); anything else: unknown."""
+    if isinstance(node, ast.Constant):
+        value = node.value
+        return K.T_BOOL if isinstance(value, bool) else K.T_INT if isinstance(value, int) else \
+            K.T_NUM if isinstance(value, float) else K.T_STR if isinstance(value, str) else K.T_NONE \
+            if value is None else K.T_OBJ
+    return K.T_UNKNOWN
+
+
+def _is_generator(function: FunctionInfo) -> bool:
+    if "yield" not in function.block.text:
+        return False
+    pending = list(function.node.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            pending.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _returned_def(node: ast.FunctionDef) -> ast.FunctionDef | None:
+    """The nested def a decorator returns (`def deco(fn): def wrapper(...): ...; return wrapper`)."""
+    defs = {statement.name: statement for statement in node.body
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for statement in node.body:
+        if isinstance(statement, ast.Return) and isinstance(statement.value, ast.Name) and statement.value.id in defs:
+            return defs[statement.value.id]
+    return None
+
+
+def _decorator_names(function: FunctionInfo) -> set[str]:
+    """`@staticmethod`, `@functools.wraps(f)`...: the last name of each decorator."""
     node = function.node
-    return node is not None and any(isinstance(d, ast.Name) and d.id == "property" for d in node.decorator_list)
+    names = set()
+    for decorator in node.decorator_list if node is not None else ():
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if isinstance(target, (ast.Name, ast.Attribute)):
+            names.add(target.id if isinstance(target, ast.Name) else target.attr)
+    return names
+
+
+def _is_property(function: FunctionInfo) -> bool:
+    return "property" in _decorator_names(function)
 
 
 def _reads_self_attribute(node: ast.expr, attr: str) -> bool:

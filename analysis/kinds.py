@@ -54,6 +54,14 @@ class Ty(NamedTuple):
         return self._replace(**changes)
 
 
+class Wrapped(NamedTuple):
+    """The `ref` of a FUNC value that is a decorator's wrapper (or the function it wraps):
+    calling it walks `function` as it is, with the closure the decorator gave it."""
+
+    function: object  # FunctionInfo
+    closure: tuple
+
+
 T_TENSOR = Ty(TENSOR)
 T_SCALAR_TENSOR = Ty(TENSOR, zero_dim=True)
 T_BOOL_TENSOR = Ty(TENSOR, boolean=True)

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from . import kinds as K
 from .attributes import class_attributes
 from .calls import CONTAINER_MUTATORS
-from .checker import CONTAINER_ANNOTATIONS, MAX_DEPTH, UNKNOWN_OUTCOME, FunctionWalker
+from .checker import CONTAINER_ANNOTATIONS, MAX_DEPTH, UNKNOWN_OUTCOME, FunctionWalker, constant_type, decorated
 from .findings import CallSite, Finding, Fix, Span
 from .index import COMPILE, SCRIPT, ClassInfo, FunctionInfo
-from .params import GAP, argument_names, may_use, root_parameters
+from .params import GAP, argument_names, bind_parameters, may_use, root_parameters
 
 
 @dataclass
@@ -53,7 +53,12 @@ class Analysis:
         self._guarded: set = set()  # (class key, attribute) the pass's walks guard on
         self._stores: list[tuple] = []  # (function, chain, store) of the walks' attribute stores
         if mode != SCRIPT and function.node is not None:
-            self.evaluate(function, mode, root_parameters(function), (), 0)
+            wrapper = decorated(function, constant_type) if function.node.decorator_list else None
+            if wrapper is None:
+                self.evaluate(function, mode, root_parameters(function), (), 0)
+            else:  # `@torch.compile` over `@timed(...)`: what is compiled is the wrapper
+                params = bind_parameters(wrapper.function, list(root_parameters(function)), {}, None)
+                self.evaluate(wrapper.function, mode, params + (wrapper.closure,), (), 0)
             if mode == COMPILE:
                 self.findings.extend((function, (), *finding) for finding in self._mutated_arguments(function))
                 self.findings.extend((function, chain, "FL302", span, message, None)

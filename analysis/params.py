@@ -169,8 +169,12 @@ def annotation_type(module: ModuleIndex, node: ast.expr) -> Ty:
         return K.seq_of(K.T_UNKNOWN)
     if name in ("dict", "typing.Dict", "typing.Mapping", "collections.abc.Mapping"):
         return Ty(K.DICT, ref=K.T_UNKNOWN)
-    if name in ("int", "float", "complex"):
+    if name == "int":
+        return K.T_INT
+    if name in ("float", "complex"):
         return K.T_NUM
+    if name == "torch.Generator":
+        return K.T_GENERATOR
     if name == "bool":
         return K.T_BOOL
     if name == "str":
@@ -212,6 +216,8 @@ def bind_parameters(callee: FunctionInfo, args: list[Ty], kwargs: dict[str, Ty],
             ty = parameter_type(callee.module, arg, default, guess_tensor=False) if default is not None \
                 else K.T_UNKNOWN
         params.append(ty)
+    if node.args.vararg:  # `*args`: the surplus positional arguments, one by one
+        params.append(Ty(K.SEQ, ref=K.T_UNKNOWN, items=tuple(values[len(positional):])))
     return tuple(params)
 
 
