@@ -253,20 +253,27 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
 
 
 def registered_functions(walker, table: str, key: ast.expr) -> list[FunctionInfo]:
-    """The module's functions a registry decorator put in the module-level dict `table`
-    (`@register(LOSSES, "mse")`); with a constant key, the one registered under it."""
+    """The module's functions a registry decorator put in the module-level dict `table`:
+    `@register(TABLE, "mse")`, or `@register("mse")` whose decorator stores into TABLE. With a
+    constant key, the one registered under it."""
     module = walker.module
     if table in walker.env or not isinstance(module.globals.get(table), ast.Dict):
         return []
-    mention = re.compile(rf"@[\w.]+\(\s*{re.escape(table)}\b(?:\s*,\s*['\"]([^'\"]*)['\"])?")
     found = []
     for function in module.functions.values():
-        match = mention.search(function.block.text.split("def ", 1)[0])
-        if match is not None:
-            found.append((match.group(1) or function.qualname, function))
+        for decorator, arguments in _DECORATOR_CALL.findall(function.block.text.split("def ", 1)[0]):
+            factory = module.functions.get(decorator)
+            if re.match(rf"\s*{re.escape(table)}\b", arguments) or factory is not None and re.search(
+                    rf"\b{re.escape(table)}\[[^\]]*\]\s*=", factory.block.text):
+                name = _STRING_ARGUMENT.search(arguments)
+                found.append((name.group(1) if name else function.qualname, function))
     if isinstance(key, ast.Constant) and isinstance(key.value, str):
         return [function for name, function in found if name == key.value]
     return [function for _, function in found]
+
+
+_DECORATOR_CALL = re.compile(r"@([\w.]+)\(([^)]*)\)")
+_STRING_ARGUMENT = re.compile(r"['\"]([^'\"]*)['\"]")
 
 
 def training_object_call(walker, node: ast.Call, cls: str, name: str) -> Ty:

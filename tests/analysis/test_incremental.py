@@ -298,3 +298,50 @@ def test_analyze_source_reuses_a_workspace_but_reads_other_files_again(tmp_path)
     # Another file's unsaved text analysed in between is not what main.py sees.
     analyze_source("def act(x):\n    return x.max()\n", str(helpers))
     assert lines() == [10]
+
+
+DECORATED = textwrap.dedent('''\
+    import functools
+    import time
+    import torch
+
+    LOSSES = {}
+
+
+    def register(name):
+        def deco(fn):
+            LOSSES[name] = fn
+            return fn
+        return deco
+
+
+    def timed(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            start = time.time()
+            return fn(*args, **kwargs)
+        return wrapper
+
+
+    @register("l1")
+    def l1(pred, target):
+        return (pred - target).abs().mean()
+
+
+    @torch.compile
+    @timed
+    def step(pred, target, name: str):
+        return LOSSES[name](pred, target)
+    ''')
+
+
+def test_decorator_wrappers_and_registries_follow_edits():
+    # The compiled function is timed's wrapper (its time.time() breaks); the registry call walks l1.
+    session = Session(DECORATED)
+    assert found(session.report) == [(18, "FL121", "timed.wrapper")]
+    # A break added to the registered loss is found through LOSSES[name]; taking the decorator
+    # off the root removes the wrapper's break.
+    assert session.replace("    return (pred - target).abs().mean()",
+                           "    return (pred - target).abs().mean().item()") == [
+        (18, "FL121", "timed.wrapper"), (25, "FL102", "l1")]
+    assert session.replace("@torch.compile\n@timed\n", "@torch.compile\n") == [(25, "FL102", "l1")]
