@@ -525,6 +525,8 @@ def module_method(walker, node: ast.Call, name: str, receiver: Ty, args: list[Ty
     if name == "forward":
         return module_call(walker, node, receiver, args, kwargs)
     if name in ("register_buffer", "register_parameter"):
+        # measured on 2.13: the new buffer changes the module Dynamo guards on; the next call recompiles
+        walker.report("FL302", node, f"`{name}()` in compiled code changes the module: the next call recompiles")
         return K.T_NONE
     if name == "get_submodule":
         return Ty(K.MODULE)
