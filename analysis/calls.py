@@ -28,6 +28,10 @@ SKIPPED_CALLS = {
     "torch.autograd.set_detect_anomaly", "torch.typename", "torch.hub.get_dir",
     "torch.utils.data.get_worker_info", "torch.utils.data.default_collate",
 }
+# Sparse tensors: the constructors are skipped (GB0007) and the sparse result cannot enter a graph
+# ("Attempted to wrap sparse Tensor", GB0015, at its first use), measured on 2.13.
+SPARSE_CONSTRUCTORS = {"torch.sparse_coo_tensor", "torch.sparse_csr_tensor", "torch.sparse_csc_tensor",
+                       "torch.sparse_bsr_tensor", "torch.sparse_bsc_tensor", "torch.sparse_compressed_tensor"}
 # torch functions whose Python result Dynamo can neither trace nor fold into a constant
 # ("torch.* op returned non-Tensor", GB0208; is_inference_mode_enabled: GB0046; measured on
 # 2.13). The queries it folds (cuda.is_available, is_grad_enabled, get_default_dtype, ...) are
@@ -182,6 +186,13 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
         if receiver.kind == K.OBJ and isinstance(receiver.ref, str):
             if K.is_training_object(receiver.ref):
                 return training_object_call(walker, node, receiver.ref, func.attr)
+            if receiver == K.T_SPARSE:
+                walker.report("FL121", node, f"`.{func.attr}()` of a sparse tensor: Dynamo cannot put sparse "
+                                             "tensors in a graph")
+                return K.T_SPARSE if func.attr in ("coalesce", "to_sparse_csr", "to_sparse_csc") else K.T_TENSOR
+            if receiver.ref == "random.Random":  # its methods are Python code Dynamo does not trace
+                walker.report("FL121", node, f"`random.Random.{func.attr}()` is not traceable: the graph breaks")
+                return K.T_UNKNOWN
             if receiver.ref == GENERATOR:
                 walker.report("FL127", node, f"`Generator.{func.attr}()` is stateful: Dynamo cannot trace it")
                 return receiver if func.attr == "manual_seed" else K.T_UNKNOWN
@@ -229,6 +240,10 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
         return functools.reduce(K.join, [walker.call_user(node, f, args, kwargs) for f in callee.ref])
     if callee is not None and callee.kind == K.FUNC and isinstance(callee.ref, K.Wrapped):
         return walker.call_user(node, callee.ref.function, args, kwargs, closure=callee.ref.closure)
+    if callee is not None and callee.kind == K.OBJ and isinstance(callee.ref, ClassInfo):  # `scorer(x)`
+        method = callee.ref.lookup_method("__call__")
+        if method is not None:
+            return walker.call_method(node, method, args, kwargs, callee)
     if callee is not None and callee.kind == K.CLASS and isinstance(callee.ref, ClassInfo):
         return Ty(K.MODULE if callee.ref.is_module else K.OBJ, ref=callee.ref)
     if callee is not None and callee.kind == K.MODULE:
@@ -633,6 +648,9 @@ def numpy_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: dict
     if last in ("at", "reduceat", "outer", "accumulate") and namespace and namespace != "random":
         walker.report("FL122", node, f"`{dotted}`: NumPy ufunc methods are not traced")
         return K.T_NONE
+    if namespace and namespace.split(".")[0] not in ("random", "linalg", "fft"):
+        walker.report("FL122", node, f"`{dotted}`: torch._numpy has no `{namespace}`, Dynamo skips it")
+        return K.T_UNKNOWN
     if namespace == "random":
         if last not in NUMPY_RANDOM:
             walker.report("FL122", node, f"`{dotted}` has no torch._numpy equivalent: Dynamo cannot trace it")
@@ -667,6 +685,12 @@ def numpy_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: dict
 
 
 def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
+    if dotted in SPARSE_CONSTRUCTORS:
+        walker.report("FL121", node, f"`{dotted}` is skipped by Dynamo: the graph breaks")
+        return K.T_SPARSE
+    if K.T_SPARSE in args:
+        walker.report("FL121", node, f"`{dotted}` of a sparse tensor: Dynamo cannot put sparse tensors in a graph")
+        return K.T_TENSOR
     if dotted in SKIPPED_CALLS:
         walker.report("FL121", node, f"`{dotted}` is skipped by Dynamo: the graph breaks")
         return K.T_UNKNOWN

@@ -229,7 +229,8 @@ class FunctionWalker:
         if isinstance(container, ast.Attribute) and isinstance(container.value, ast.Name) \
                 and container.value.id == "self":
             owner = self.expr(container.value)
-            if owner.kind != K.MODULE or self.module_attribute(owner, container.attr).kind not in (K.SEQ, K.DICT):
+            if owner.kind not in (K.MODULE, K.OBJ) or not isinstance(owner.ref, ClassInfo) \
+                    or self.module_attribute(owner, container.attr).kind not in (K.SEQ, K.DICT):
                 return
             where = f"`self.{container.attr}`"
         elif isinstance(container, ast.Name) and container.id not in self.env \
@@ -391,7 +392,8 @@ class FunctionWalker:
         elif isinstance(target, (ast.Tuple, ast.List)):
             if value.kind == K.TENSOR:
                 self.report_size_read(target, "Unpacking a tensor iterates it: the trace fixes the item count")
-            element = self.element_type(value)
+            # `src, dst = edge_index`: a few rows of a bigger tensor, not 0-d indices
+            element = value.but(zero_dim=False) if value.kind == K.TENSOR else self.element_type(value)
             if value.items is not None and len(value.items) == len(target.elts) \
                     and not any(isinstance(item, ast.Starred) for item in target.elts):
                 for item, item_type in zip(target.elts, value.items):
@@ -410,8 +412,8 @@ class FunctionWalker:
                 self.report("FL140", statement, "Setting `requires_grad` inside compiled code")
             if owner.kind == K.LOGGER:
                 self.report("FL111", statement, "Setting an attribute of a logging.Logger is not traceable")
-            if owner.kind == K.MODULE and isinstance(owner.ref, ClassInfo) and isinstance(target.value, ast.Name) \
-                    and target.value.id == "self":
+            if owner.kind in (K.MODULE, K.OBJ) and isinstance(owner.ref, ClassInfo) \
+                    and isinstance(target.value, ast.Name) and target.value.id == "self":
                 self.store_attribute(owner.ref, target.attr, value, statement)
         elif isinstance(target, ast.Subscript):
             container = self.expr(target.value)
@@ -499,15 +501,17 @@ class FunctionWalker:
 
     def stmt_Try(self, node: ast.Try) -> None:
         self.unresumable(node.body)
-        # Handlers are traced only when the body raises at compile time: types, but no findings.
-        self.quiet += 1
+        # Handlers are traced only when the body raises at compile time: types, but no findings;
+        # unless the body raises itself (Dynamo traces `raise` and the handler, measured on 2.13).
+        raises = any(isinstance(child, ast.Raise) for statement in node.body for child in ast.walk(statement))
+        self.quiet += not raises
         try:
             for handler in node.handlers:
                 if handler.name:
                     self.env[handler.name] = K.T_OBJ
                 self.block(handler.body)
         finally:
-            self.quiet -= 1
+            self.quiet -= not raises
         self.block(node.orelse)
         self.block(node.finalbody)
 
@@ -647,6 +651,8 @@ class FunctionWalker:
         value = self.module.globals[name]
         if isinstance(value, ast.Constant):
             return self.expr_Constant(value)
+        if isinstance(value, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Constant) for e in value.elts):
+            return K.seq_of(self.expr_Constant(value.elts[0]) if value.elts else K.T_UNKNOWN)
         if isinstance(value, ast.Call):
             seeded = value.func.value if isinstance(value.func, ast.Attribute) and value.func.attr == "manual_seed" \
                 else None  # `G = torch.Generator().manual_seed(0)`
@@ -664,6 +670,9 @@ class FunctionWalker:
                 return K.T_OBJ
             if callee.startswith(("io.", "threading.")) or K.is_training_object(callee):
                 return Ty(K.OBJ, ref=callee)
+            cls = self.module.resolve_class(callee) if callee else None
+            if cls is not None:  # a module-level instance of a workspace class
+                return Ty(K.MODULE if cls.is_module else K.OBJ, ref=cls)
         return K.T_UNKNOWN
 
     def dotted(self, node: ast.expr) -> str | None:
@@ -748,6 +757,11 @@ class FunctionWalker:
                 self.expr(node.slice)
                 return Ty(K.FUNC, ref=tuple(registered))
         container = self.expr(node.value)
+        if container.kind == K.SEQ and not isinstance(node.slice, (ast.Slice, ast.Tuple)):
+            index = self.expr(node.slice)
+            if index.is_tensor and isinstance(node.ctx, ast.Load):  # `LABELS[i]`: `i.__index__()` on the host
+                self.report("FL102", node, "Indexing a Python list or tuple with a tensor reads its value on the host")
+                return self.element_type(container)
         index = self.expr(node.slice)
         if container.kind == K.TENSOR:
             if isinstance(node.ctx, ast.Load):
@@ -989,8 +1003,6 @@ class FunctionWalker:
         if iterable.kind == K.SEQ:
             return iterable.ref if isinstance(iterable.ref, Ty) else K.T_UNKNOWN
         if iterable.kind == K.TENSOR:
-            if iterable.zero_dim:  # a 0-d tensor cannot be iterated: the type guess was wrong
-                return K.T_UNKNOWN
             # Iterating an index tensor (argmax(-1), nonzero...) yields indices, in practice 0-d.
             return K.T_TENSOR.but(boolean=iterable.boolean, integer=iterable.integer, zero_dim=iterable.integer)
         if iterable.kind == K.SHAPE:  # a tuple of Python ints is one too: its items are not sizes

@@ -83,6 +83,7 @@ T_NDARRAY = Ty(NDARRAY)
 T_LOGGER = Ty(LOGGER)
 T_GENERATOR = Ty(OBJ, ref="torch.Generator")
 T_HOOK_HANDLE = Ty(OBJ, ref="torch.utils.hooks.RemovableHandle")
+T_SPARSE = Ty(OBJ, ref="torch.sparse tensor")  # what Dynamo cannot wrap (GB0015)
 T_TENSOR_SEQ = Ty(SEQ, ref=T_TENSOR)
 T_OPTIMIZER = Ty(OBJ, ref="torch.optim.Optimizer")
 T_PARAM_GROUP = Ty(OBJ, ref="torch.optim.Optimizer.param_groups[i]")  # a dict Dynamo guards on

@@ -175,6 +175,11 @@ def annotation_type(module: ModuleIndex, node: ast.expr) -> Ty:
         return K.T_NUM
     if name == "torch.Generator":
         return K.T_GENERATOR
+    if name == "random.Random":
+        return Ty(K.OBJ, ref=name)
+    alias = module.globals.get(name)
+    if isinstance(alias, (ast.Name, ast.Attribute)) and module.dotted(alias) not in module.globals:
+        return annotation_type(module, alias)  # `EdgeIndex = torch.Tensor` (one step: no alias loops)
     if name == "bool":
         return K.T_BOOL
     if name == "str":
