@@ -489,6 +489,9 @@ def tensor_method(walker, node: ast.Call, name: str, receiver: Ty, args: list[Ty
     if name == "requires_grad_":
         walker.report("FL140", node, "`requires_grad_()` inside compiled code")
         return receiver
+    if name in ("resize_", "resize_as_"):  # measured on 2.13: not traceable (GB0148)
+        walker.report("FL121", node, f"`Tensor.{name}()` is not traceable: the graph breaks")
+        return receiver
     if name in ("apply_", "map_", "map2_"):
         walker.report("FL121", node, f"`Tensor.{name}()` calls a Python function per element: not traceable")
         return receiver

@@ -1080,6 +1080,8 @@ class FunctionWalker:
                 self.resume_pending = True
         if returns.kind == K.UNKNOWN and callee.name == "forward":
             return K.T_TENSOR
+        if returns.kind == K.UNKNOWN and callee.node.returns is not None:  # `def optimizers(self) -> Optimizer`
+            return annotation_type(callee.module, callee.node.returns)
         return returns
 
 

@@ -86,6 +86,7 @@ T_HOOK_HANDLE = Ty(OBJ, ref="torch.utils.hooks.RemovableHandle")
 T_SPARSE = Ty(OBJ, ref="torch.sparse tensor")  # what Dynamo cannot wrap (GB0015)
 T_TENSOR_SEQ = Ty(SEQ, ref=T_TENSOR)
 T_OPTIMIZER = Ty(OBJ, ref="torch.optim.Optimizer")
+T_LR_SCHEDULER = Ty(OBJ, ref="torch.optim.lr_scheduler.LRScheduler")
 T_PARAM_GROUP = Ty(OBJ, ref="torch.optim.Optimizer.param_groups[i]")  # a dict Dynamo guards on
 
 

@@ -20,6 +20,7 @@ SCALAR_PARAM_NAMES = {"dim", "axis", "n", "k", "p", "eps", "scale", "temperature
 SCALAR_PARAM_PREFIXES = ("num_", "n_", "max_", "min_", "use_", "is_", "return_", "with_", "do_", "has_")
 # `opt`, `optimizer`, `g_opt`, `d_optim`, `optimizer_G`, `optimizerD`: an optimizer in practice.
 OPTIMIZER_PARAM_NAME = re.compile(r"(?:\w+_)?(?:opt|optim|optimizer)(?:_?[A-Z]|_[a-z])?")
+SCHEDULER_PARAM_NAME = re.compile(r"(?:\w+_)?(?:scheduler|sched)")
 
 
 def root_parameters(function: FunctionInfo) -> tuple:
@@ -137,6 +138,8 @@ def parameter_type(module: ModuleIndex, arg: ast.arg, default, guess_tensor: boo
         return K.T_UNKNOWN
     if OPTIMIZER_PARAM_NAME.fullmatch(name):
         return K.T_OPTIMIZER
+    if SCHEDULER_PARAM_NAME.fullmatch(name):
+        return K.T_LR_SCHEDULER
     return K.T_TENSOR if guess_tensor else K.T_UNKNOWN
 
 
