@@ -80,7 +80,7 @@ def same(a, b, path="out", atol=1e-5, rtol=1e-4):
                 return d
         return None
     if isinstance(a, dict):
-        if type(b) is not dict or list(a) != list(b):
+        if type(b) is not type(a) or list(a) != list(b):
             return f"{path}: dict keys differ"
         for k in a:
             d = same(a[k], b[k], f"{path}[{k!r}]", atol, rtol)
@@ -91,6 +91,18 @@ def same(a, b, path="out", atol=1e-5, rtol=1e-4):
         return None if abs(a - b) <= atol + rtol * abs(a) or (a != a and b != b) else f"{path}: {a} vs {b}"
     if type(a) is not type(b):
         return f"{path}: {type(a).__name__} vs {type(b).__name__}"
+    if isinstance(a, torch.Generator):  # two copies: the same state, i.e. the same draws used
+        return None if torch.equal(a.get_state(), b.get_state()) else f"{path}: generator states differ"
+    if isinstance(a, np.random.Generator):
+        return same(a.bit_generator.state, b.bit_generator.state, path + ".bit_generator.state", atol, rtol)
+    if isinstance(a, (torch.TypedStorage, torch.UntypedStorage)):
+        return same(a.tolist(), b.tolist(), path + ".tolist()", atol, rtol)
+    if hasattr(a, "__dict__") and type(a).__module__ != "builtins" and not isinstance(a, type) \
+            and path.count(".") < 8:  # two copies of a plain object (a scheduler, a logger): their state
+        state = getattr(a, "state_dict", None)
+        if callable(state):
+            return same(state(), b.state_dict(), path + ".state_dict()", atol, rtol)
+        return same(dict(vars(a)), dict(vars(b)), path + ".__dict__", atol, rtol)
     return None if a == b else f"{path}: {a!r} vs {b!r}"
 
 
@@ -109,8 +121,11 @@ def run_once(fn, args, kwargs, seed=0):
             result = e
     grads = None
     if isinstance(result, torch.Tensor) and result.requires_grad:
-        result.float().sum().backward()
-        grads = [a.grad for a in _leaves(args)]
+        try:
+            result.float().sum().backward()
+            grads = [a.grad for a in _leaves(args)]
+        except RuntimeError as e:  # fn already ran backward through it (a training step): compared by type
+            grads = e
     return result, out.getvalue(), args, grads
 
 
