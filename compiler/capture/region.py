@@ -70,6 +70,8 @@ class Region:
                 del self.constants[a]
             elif kind == "mutates":
                 self.mutates_inputs = a
+            elif kind == "args":
+                a.args, a.kwargs = b
 
     # -- building --
     def node(self, op, target, args=(), kwargs=None, name=None, graph=None):
@@ -87,6 +89,12 @@ class Region:
             n = graph.call_function(target, args, kwargs)
         self.log.append(("node", n, None))
         return n
+
+    def set_args(self, node, args, kwargs):
+        """Rewrite a recorded node's arguments. Logged: the new ones may be nodes made after it
+        (scalar inputs), which rollback can only erase once `node` no longer uses them."""
+        self.log.append(("args", node, (node.args, node.kwargs)))
+        node.args, node.kwargs = args, kwargs
 
     def _bind(self, table, key, node, obj):
         self.log.append(("bind", (table, key), table.get(key)))

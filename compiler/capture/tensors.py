@@ -467,8 +467,8 @@ class Tracer:
                 self.cap.guards_now().type_is(ext.source, float)
                 return region.scalar_input(ext)
             return a
-        node.args = tuple(to_input(a) for a in node.args)
-        node.kwargs = {k: to_input(a) for k, a in node.kwargs.items()}
+        region.set_args(node, tuple(to_input(a) for a in node.args),
+                        {k: to_input(a) for k, a in node.kwargs.items()})
         return self._wrap(out)
 
     def _fake_args(self, a):

@@ -785,6 +785,17 @@ def autograd_with_break(x):
     return (y * x).sum()
 
 
+@case((A, r(8, 3, grad=True, seed=7)), (A * 2, r(8, 3, grad=True, seed=8)))
+def training_step_returns_loss(x, w):
+    # the loss comes back with its graph already freed: the harness's own backward raises on
+    # both sides, and the update shows in `w`
+    loss = torch.tanh(x @ w).pow(2).mean()
+    loss.backward()
+    with torch.no_grad():
+        w -= 0.1 * w.grad
+    return loss
+
+
 @case((A,), (B,))
 def closure_used_by_python(x):
     k = 3
@@ -807,6 +818,14 @@ def item_used_in_tensor_math(x):
 @case((A, 0.5), (A, 0.25), (A, 2))
 def float_argument(x, alpha):
     return x * alpha + torch.sigmoid(x).mul(alpha), x.sub(alpha)
+
+
+@case((A, 0.5), (A, 0.25))
+def float_argument_in_statement_that_breaks(x, alpha):
+    y = x.sin()
+    # `y * alpha` makes alpha a scalar input of the region; nonzero then breaks, and taking the
+    # statement back must drop that input after the op using it
+    return (y * alpha).nonzero().shape[0] + y.sum()
 
 
 
