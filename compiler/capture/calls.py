@@ -11,7 +11,7 @@ import torch
 
 from .frames import Frame, Unsupported, closure_info, func_info
 from .guards import constant_like
-from .objects import ExtMethod
+from .objects import ExtMethod, overrides
 from .tensors import BoundTensorMethod, torch_callable
 from .values import AttrSource, Break, CallSource, Closure, DefaultSource, Ext, TVar, contains
 
@@ -167,9 +167,24 @@ class CallMixin:
             return self.concrete(v)
         if t is Closure:
             return _ClosureCallable(self, v)
-        if t is tuple and any(type(x) in (Ext, Closure, tuple) for x in v):
+        if t is tuple and any(type(x) in (Ext, Closure, tuple, list) for x in v):
             return tuple(self._plain(x) for x in v)
+        if t is list:
+            self._settle(v, set())
         return v
+
+    def _settle(self, items, seen):
+        """Outside constants in a list the function built, specialized in place: Python code given
+        the list sees the real values, and the list keeps its identity (it may be appended to
+        later). Outside containers in it stay Ext (a copy would not be the same object): Python
+        code comparing or hashing them breaks."""
+        seen.add(id(items))
+        for i, x in enumerate(items):
+            if type(x) is tuple or (type(x) is Ext and constant_like(x.value)):
+                self.before_mutation(items)  # the guards go if the statement runs in Python
+                items[i] = self._plain(x)
+            elif type(x) is list and id(x) not in seen:
+                self._settle(x, seen)
 
     def construct(self, cls, args, kwargs, node):
         if cls in _ITERATING and not kwargs:  # their arguments are iterated here, with guards
@@ -381,6 +396,8 @@ def _len(cap, args, kwargs, node):
         cap.guards_now().length(obj.source, len(obj.value))
         return len(obj.value) + (extra or 0)
     if isinstance(obj, torch.nn.Module):
+        if overrides(obj, "__len__"):
+            return cap.call(type(obj).__len__, [obj], {}, node)
         return len(cap.module_items(obj))
     return len(cap._plain(obj))
 

@@ -283,7 +283,7 @@ class ExprMixin(ObjectMixin):
         v = self.ev(node.value, scope)
         if type(v) is TVar:
             raise Break("tensor formatted into a string", "FL114", node)
-        v = self.concrete(v)
+        v = self._plain(v)
         if node.conversion == ord("r"):
             v = repr(v)
         elif node.conversion == ord("s"):

@@ -9,7 +9,7 @@ from .ambient import Ambient
 from .calls import CallMixin
 from .control import ControlMixin
 from .emit import CaptureError, EmitMixin
-from .frames import Block, Call, Loc, Loop, With
+from .frames import Block, Call, Loc, Loop, With, _escapes
 from .guards import GuardSet, constant_like
 from .hoist import SwitchesGradMode, hoisted
 from .interp import ExprMixin
@@ -344,8 +344,18 @@ class Capture(ExprMixin, CallMixin, StatementMixin, ControlMixin, EmitMixin, Sto
             value = it.value if type(it) is Ext else it
             if type(value) not in (list, tuple):
                 if not isinstance(value, _FINITE_ITERABLES):
-                    raise CaptureError(f"line {stmt.lineno}: cannot iterate over {type(value).__name__} "
-                                       "produced in Python")
+                    # iterating it runs code we cannot see (a generator, a container's own
+                    # __iter__): it may draw random numbers or read state between the loop body's
+                    # steps, so taking its items up front could change the result. The loop runs in
+                    # Python, over the iterable just made.
+                    if _escapes([stmt]):
+                        raise CaptureError(f"line {stmt.lineno}: cannot iterate over {type(value).__name__} "
+                                           "produced in Python (a return inside the loop)")
+                    loop = ast.copy_location(ast.For(stmt.target, ast.Name(frame.var(items), ast.Load()),
+                                                     stmt.body, stmt.orelse), stmt)
+                    self.fallback(stmt, frame, Break(f"loop over a {type(value).__name__} runs in Python",
+                                                     None, stmt.iter), expr=loop)
+                    return None
                 var = frame.var(items)  # iterating these has no side effects: take the items
                 self.emit_line("stmt", f"{var} = list({var})", f"line {stmt.lineno}: the loop's items")
                 it = self.import_result(self.prog.rt[var], var, "loop items")

@@ -45,6 +45,17 @@ class TypeSource(Source):
         return hash(("type", self.base))
 
 
+def overrides(m, name) -> bool:
+    """Whether `m`'s class, a subclass of a torch.nn container, redefines `name`. Its own code must
+    then run instead of reading `_modules`: fairseq's LayerDropModuleList.__iter__ draws random
+    numbers and skips layers."""
+    from torch.nn import ModuleDict, ModuleList, ParameterList, Sequential
+    for base in (ModuleList, Sequential, ModuleDict, ParameterList):
+        if isinstance(m, base):
+            return getattr(type(m), name) is not getattr(base, name)
+    return False
+
+
 class ObjectMixin:
     # -- containers and objects --
     def iterate(self, v) -> list:
@@ -65,6 +76,8 @@ class ObjectMixin:
         if t in (list, tuple, dict, set, str, range, torch.Size, frozenset):
             return list(v)
         if isinstance(v, torch.nn.Module):
+            if overrides(v, "__iter__"):  # run the subclass's own (inlined, or a break if a generator)
+                return self.iterate(self.call(type(v).__iter__, [v], {}, None))
             return self.module_items(v)
         if isinstance(v, types.GeneratorType) or type(v).__name__.endswith("iterator") or \
                 t in (zip, enumerate, map, filter, reversed, type({}.keys()), type({}.values()),
@@ -113,11 +126,11 @@ class ObjectMixin:
             return self.concrete(obj)[key]
         if isinstance(obj, torch.nn.Module):
             from torch.nn import ModuleDict, ModuleList, Sequential
-            if isinstance(obj, (ModuleList, Sequential)) and type(key) is int:
-                items = self.module_items(obj)
-                return items[key]
-            if isinstance(obj, ModuleDict) and type(key) is str:
-                return self.getattr_(obj, key)
+            if not overrides(obj, "__getitem__"):  # else the subclass's own runs, below
+                if isinstance(obj, (ModuleList, Sequential)) and type(key) is int:
+                    return self.module_items(obj)[key]
+                if isinstance(obj, ModuleDict) and type(key) is str:
+                    return self.getattr_(obj, key)
             return self.call(type(obj).__getitem__, [obj, key], {}, None)
         if type(key) is TVar and t in (list, tuple, dict, str):
             raise Break("tensor used as a Python index", "FL104")

@@ -267,6 +267,14 @@ class Ext:
     def __repr__(self):
         return f"Ext({self.source.describe()}={type(self.value).__name__})"
 
+    # An Ext that reaches Python code run concretely (inside a list passed to a builtin, say)
+    # would be compared, hashed and tested for truth as an object, by identity: a wrong answer
+    # without an error. Raising a Break instead runs that statement in Python.
+    def _opaque(self, *args):
+        raise Break(f"an outside {type(self.value).__name__} reached Python code run during capture")
+
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __hash__ = _opaque
+
 
 class Closure:
     """A lambda or nested def created while interpreting; called by inlining its body."""
