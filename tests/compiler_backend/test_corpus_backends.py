@@ -51,9 +51,11 @@ def _seed():
 
 
 @pytest.mark.parametrize("path,name,backend", _cases())
-def test_corpus_case_matches_eager(path, name, backend, monkeypatch):
+def test_corpus_case_matches_eager(path, name, backend, monkeypatch, request):
     if name in NOT_COMPARABLE:
         pytest.skip("nondeterministic by design")
+    if name in agreement.CAPTURE_GAPS:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=agreement.CAPTURE_GAPS[name]))
     if backend == "triton":
         pytest.importorskip("triton")
     monkeypatch.delenv("FUSELENS_STRICT", raising=False)  # graphs with mutations run with torch
