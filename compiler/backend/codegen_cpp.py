@@ -14,11 +14,18 @@ from .scheduler import Kernel, Reduce, Store
 
 __all__ = ["ExprPrinter", "LIBMVEC", "kernel_params", "provenance", "render_unit", "segment_params"]
 
+# g++ -O3 unrolls a pass's block loop by 2 and jams the copies: good for cheap bodies (sums stream
+# ~8% faster), but a costly body (exp) then runs out of vector registers and keeps its lane
+# accumulators on the stack: log_softmax / softmax 10% slower. Such kernels opt out.
+NO_JAM = '__attribute__((optimize("no-loop-unroll-and-jam"))) '
+
+
 class KernelWriter:
     def __init__(self, kernel: Kernel, params: list[str], buffers):
         self.k, self.params, self.buffers = kernel, params, buffers
         self.math_used: set = set()
         self.lines: list[str] = []
+        self.no_jam = False  # set by the reduction writer: a lane pass computes costly values
 
     def signature(self, fname):
         """`static` keeps the kernels internal: only the segment entry points are exported."""
@@ -41,6 +48,8 @@ class KernelWriter:
             self._pointwise()
         else:
             ReductionWriter(self, outer_mode(k)).render()
+        if self.no_jam:
+            self.lines[0] = NO_JAM + self.lines[0]
         self.lines.append("}")
         return "\n".join(self.lines)
 

@@ -28,6 +28,9 @@ ROW_CACHE_MAX = 16384    # elements: longest row kept in a per-thread buffer bet
 ROW_SPLIT_MAX = 8192     # elements: widest kept row summed per thread in "row split" mode
 CHUNK = 64               # rows summed into a fresh partial before it joins the running sum
 COSTLY = set(MATH) | {"sigmoid", "rsqrt", "sqrt", "truediv"}
+NAN = {torch.float32: '__builtin_nanf("")', torch.float64: '__builtin_nan("")'}
+# float max/min lanes: the type of `fl_nanacc`'s |bits| accumulator and the bits of inf (NaN above)
+NANBITS = {torch.float32: ("unsigned", "0x7f800000u"), torch.float64: ("unsigned long long", "0x7ff0000000000000ULL")}
 
 
 def outer_mode(kernel: Kernel) -> bool:
@@ -245,7 +248,9 @@ class ReductionWriter:
 
     def _body(self, reds, stores, names, accs, body, saves, loads, lanes):
         """One element of a pass: its values, accumulator updates, row-cache saves and stores.
-        Lane accumulators fold NaN in directly; others set a flag (OpenMP's max/min ignore NaN)."""
+        Float max/min skip NaN (a plain compare-select, one vmaxps); lane accumulators keep the
+        largest |bits| beside them (`fl_nanacc`, two integer ops, no compare), others set a flag
+        (OpenMP's max/min ignore NaN)."""
         printer = ExprPrinter(self.k.ranges, self.w.names(names), self.w.math_used)
         bound: dict = dict(loads)
         printer.emit([s.value for s in reds] + list(saves), self.lines, body, bound)
@@ -262,8 +267,10 @@ class ReductionWriter:
                     self.lines.append(f"{body}nan_{acc} |= ({v} != {v});")
             else:
                 cmp = ">" if s.rtype == "max" else "<"
-                nan = f"{v} != {v} || " if s.value.dtype.is_floating_point else ""
-                self.lines.append(f"{body}{acc} = ({nan}{v} {cmp} {acc}) ? {v} : {acc};")
+                self.lines.append(f"{body}{acc} = {v} {cmp} {acc} ? {v} : {acc};")
+                if s.value.dtype.is_floating_point:
+                    nan = accs[f"nan_{s.acc}"]
+                    self.lines.append(f"{body}{nan} = fl_nanacc({nan}, {v});")
         self.w.stores(stores, printer, body, bound)
 
     def _phase(self, phase, names, indent, saves, loads):
@@ -307,7 +314,7 @@ class ReductionWriter:
                 self.lines.append(body + "}")
             self.w.close(len(rs), body)
         for s in nanred:
-            nanv = "__builtin_nanf(\"\")" if s.value.dtype == torch.float32 else "__builtin_nan(\"\")"
+            nanv = NAN[s.value.dtype]
             if self.outer:
                 self.lines.append(f"{indent}for (i64 xi = 0; xi < nxi; xi++) if (nan_{s.acc}[xi]) {s.acc}[xi] = {nanv};")
             else:
@@ -318,12 +325,19 @@ class ReductionWriter:
         LANES, then the remainder), folded pairwise at the end."""
         rs = self.k.rsizes
         last, n = len(rs) - 1, rs[-1]
+        if any(e.op in COSTLY for e in walk(_phase_roots(reds + stores), stop=loads)):
+            self.w.no_jam = True
         accs = dict(names)
+        nanred = [s for s in reds if s.rtype in ("max", "min") and s.value.dtype.is_floating_point]
         for s in reds:
             ct, init = CTYPES[s.value.dtype], INIT[s.rtype](s.value.dtype)
             self.lines.append(f"{indent}{ct} {s.acc}_v[{LANES}];")
             self.lines.append(f"{indent}for (i64 ri = 0; ri < {LANES}; ri++) {s.acc}_v[ri] = {init};")
             accs[s.acc] = f"{s.acc}_v[ri]"
+            if s in nanred:
+                self.lines.append(f"{indent}{NANBITS[s.value.dtype][0]} {s.acc}_n[{LANES}];")
+                self.lines.append(f"{indent}for (i64 ri = 0; ri < {LANES}; ri++) {s.acc}_n[ri] = 0;")
+                accs[f"nan_{s.acc}"] = f"{s.acc}_n[ri]"
         body = self.w.loops("r", rs[:-1], indent, pragma_inner=None)
         full, rest = n - n % LANES, n % LANES
         self.lines.append(f"{body}for (i64 rb = 0; rb < {full}LL; rb += {LANES}) {{")
@@ -341,14 +355,19 @@ class ReductionWriter:
             self.lines.append(f"{body}}}")
         self.w.close(len(rs) - 1, body)
         for s in reds:
-            v, ct = f"{s.acc}_v", CTYPES[s.value.dtype]
-            width = LANES // 2
-            while width:
-                both = (f"{v}[ri] + {v}[ri + {width}]" if s.rtype == "sum"
-                        else f"fl_{s.rtype}<{ct}>({v}[ri], {v}[ri + {width}])")
-                # `omp simd`: without it g++ keeps fl_max's NaN test as (mispredicted) branches, a
-                # quarter of log_softmax's time on 1024-wide rows
-                self.lines.append(f"{indent}#pragma omp simd")
-                self.lines.append(f"{indent}for (i64 ri = 0; ri < {width}; ri++) {v}[ri] = {both};")
-                width //= 2
-            self.lines.append(f"{indent}{s.acc} = {v}[0];")
+            folds = [(f"{s.acc}_v", s.rtype)] + ([(f"{s.acc}_n", "max")] if s in nanred else [])
+            for v, rtype in folds:
+                width = LANES // 2
+                while width:
+                    a, b = f"{v}[ri]", f"{v}[ri + {width}]"
+                    both = f"{a} + {b}" if rtype == "sum" else f"{a} {'>' if rtype == 'max' else '<'} {b} ? {a} : {b}"
+                    # `omp simd`: without it g++ keeps the selects as (mispredicted) branches, a
+                    # quarter of log_softmax's time on 1024-wide rows
+                    self.lines.append(f"{indent}#pragma omp simd")
+                    self.lines.append(f"{indent}for (i64 ri = 0; ri < {width}; ri++) {v}[ri] = {both};")
+                    width //= 2
+            if s in nanred:
+                bits, nanv = NANBITS[s.value.dtype][1], NAN[s.value.dtype]
+                self.lines.append(f"{indent}{s.acc} = {s.acc}_n[0] > {bits} ? {nanv} : {s.acc}_v[0];")
+            else:
+                self.lines.append(f"{indent}{s.acc} = {s.acc}_v[0];")

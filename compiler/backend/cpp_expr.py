@@ -29,6 +29,14 @@ static inline i64 fl_checkidx(i64 v, i64 n) {
 }
 template <class T> static inline T fl_max(T a, T b) { return (a != a || a > b) ? a : b; }
 template <class T> static inline T fl_min(T a, T b) { return (a != a || a < b) ? a : b; }
+// max/min lanes skip NaN and keep the largest |bits| seen instead, NaN iff above inf's bits: an
+// integer and + max per element, where a NaN test would be a compare on the busy FMA ports
+static inline unsigned fl_nanacc(unsigned m, float v) {
+  unsigned a; __builtin_memcpy(&a, &v, 4); a &= 0x7fffffffu; return a > m ? a : m;
+}
+static inline unsigned long long fl_nanacc(unsigned long long m, double v) {
+  unsigned long long a; __builtin_memcpy(&a, &v, 8); a &= 0x7fffffffffffffffULL; return a > m ? a : m;
+}
 static inline i64 fl_floordiv(i64 a, i64 b) { i64 q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
 static inline i64 fl_mod(i64 a, i64 b) { i64 r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
 extern "C" int omp_get_thread_num(void); extern "C" int omp_get_num_threads(void);
@@ -39,25 +47,28 @@ extern "C" int omp_get_max_threads(void);
 # spend most of their compute in it, and libmvec's expf costs ~1.5x as much per element (plus a call
 # that spills the loop's vector registers). Error <= 1 ulp over all floats; NaN, +-inf, overflow and
 # denormal results as expf. e^x = 2^n e^r, n = rint(x / ln2), |r| <= ln2 / 2 (Cody-Waite: ln2's high
-# part has 9 significant bits, so n * it is exact), e^r a degree-6 minimax polynomial. Inputs whose
-# result rounds to 0 or inf get garbage that the last two selects replace (selects, not a clamp of
-# x: g++ would push a clamp's constants through the whole computation, 4 compares instead of 2).
+# part has 9 significant bits, so n * it is exact), e^r a degree-6 minimax polynomial. On AVX-512
+# (Zen 4) the FMA ports, which also run float compares, bound its throughput; so the rest is integer
+# work where it can be: inputs below -104 (e^x rounds to 0) are clamped to -104 by an unsigned min on
+# their bits (a float select would be a compare: g++ turns a float clamp into compares), and 2^n takes
+# one multiply (half of n goes into p's exponent field). Only overflow and NaN need a compare.
 INLINE_MATH = {"fl_expf": r"""// bit casts through memcpy, not __builtin_bit_cast, which g++ < 11 lacks (same code either way)
 static inline unsigned fl_bits(float f) { unsigned u; __builtin_memcpy(&u, &f, 4); return u; }
 static inline float fl_float(unsigned u) { float f; __builtin_memcpy(&f, &u, 4); return f; }
 static inline float fl_expf(float x) {
-  const float k = x * 1.44269504f + 12582912.0f;  // + 1.5 * 2^23 rounds to an integer n, kept in k's low bits
+  // as unsigned, negative floats order by magnitude above all others: -inf and -NaN become -104 too
+  const float xc = fl_float(fl_bits(x) < 0xc2d00000u ? fl_bits(x) : 0xc2d00000u);
+  const float k = xc * 1.44269504f + 12582912.0f;  // + 1.5 * 2^23 rounds to an integer n, kept in k's low bits
   const float n = k - 12582912.0f;
-  const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
+  const float r = (xc - n * 0.693359375f) + n * 2.12194440e-4f;
   const float p = (((((0.00138436549f * r + 0.00837415550f) * r + 0.0416680016f) * r + 0.166664317f) * r
                    + 0.49999994f) * r + 1.0f) * r + 1.0f;
-  // 2^n for n in [-150, 128] as two normal factors: the first product is exact, the second rounds
-  // once, also into the denormal range.
-  const unsigned ni = fl_bits(k) - 0x4b400000u;
-  const unsigned n1 = (unsigned)((int)ni >> 1);
-  const float y = p * fl_float((n1 + 127u) << 23) * fl_float((ni - n1 + 127u) << 23);
-  const float lo = x < -103.972084f ? 0.0f : y;  // NaN compares false: NaN stays
-  return x > 88.7228394f ? __builtin_inff() : lo;
+  // 2^n for n in [-150, 128] as two normal factors 2^h, h = n >> 1, and 2^(n - h): p * 2^h is exact
+  // (h added to p's exponent), the product rounds once, also into the denormal range. k's bits
+  // shifted left by 23 are n << 23 (the bits above n's leave); by 22 and bit 22 cleared, h << 23.
+  const unsigned h = (fl_bits(k) << 22) & 0xff800000u;
+  const float y = fl_float(fl_bits(p) + h) * fl_float((fl_bits(k) << 23) - h + 0x3f800000u);
+  return x <= 88.7228394f ? y : x + __builtin_inff();  // overflow: inf; NaN (compares false): NaN
 }"""}
 
 # op -> (float32 name, float64 name) of math functions; the vectorizable ones are in libmvec.

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .ir import (Expr, Node, const, contiguous_strides, linear_index, loads, prod, rebuild, substitute, var,
-                 walk, with_args)
-from .lowering import Program, unravel
+from .ir import (Buffer, Expr, Node, const, contiguous_strides, linear_index, load, loads, prod, rebuild,
+                 substitute, var, walk, with_args)
+from .lowering import Program, ivars, unravel
 from .simplify import simplify
 
 
@@ -230,8 +230,40 @@ def live_outside(steps, program: Program) -> set:
     return out
 
 
+def split_row_values(program: Program, log=None) -> None:
+    """A reduction whose summand reads the per-row results of an earlier reduction, each at its
+    own row (log_softmax + NLL: sum over rows of x[row, target] - max - log(sum exp)), is split:
+    the summand becomes a pointwise node, which joins that reduction's kernel as a per-row value
+    (computed in parallel while the row is in cache: the gather missed cache once per row), and
+    the reduction sums its buffer."""
+    reductions = {n.name: n for n in program.nodes if n.kind == "reduction"}
+    nodes = []
+    for node in program.nodes:
+        if node.kind == "reduction" and node.expr.op != "load":
+            ranges = {f"i{d}": s for d, s in enumerate(node.shape)}
+            own_row, other = False, False
+            for ld in loads(node.expr):
+                buf = program.buffers[ld.arg]
+                if buf.kind == "input":
+                    continue
+                same = simplify(ld.args[0], ranges) == simplify(buf.index(ivars(len(node.shape))), ranges)
+                producer = reductions.get(ld.arg)
+                own_row |= same and producer is not None and producer.out_shape == node.shape
+                other |= not same
+            if own_row and not other:
+                buf = Buffer(f"{node.name}_row", node.shape, node.expr.dtype)
+                program.buffers[buf.name] = buf
+                nodes.append(Node(buf.name, "pointwise", node.shape, buf.dtype, node.expr, origins=node.origins))
+                node.expr = load(buf.name, buf.index(ivars(len(node.shape))), buf.dtype)
+                if log:
+                    log(f"split the summand of {node.name} into {buf.name}")
+        nodes.append(node)
+    program.nodes[:] = nodes
+
+
 def schedule(program: Program, log=None) -> list:
     """Program -> list of Kernel | extern Node, in execution order."""
+    split_row_values(program, log)
     steps = group_nodes(program, log)
     live = live_outside(steps, program)
     result = []
@@ -243,4 +275,5 @@ def schedule(program: Program, log=None) -> list:
     return result
 
 
-__all__ = ["Group", "Kernel", "Reduce", "Store", "acc_ref", "build_kernel", "group_nodes", "schedule"]
+__all__ = ["Group", "Kernel", "Reduce", "Store", "acc_ref", "build_kernel", "group_nodes", "schedule",
+           "split_row_values"]

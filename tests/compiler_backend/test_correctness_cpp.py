@@ -108,10 +108,28 @@ def test_reduction_nan_propagates():
     check(lambda x: (x.amax(-1), x.amin(0)), x)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_lane_max_min_see_every_nan(dtype):
+    """Max/min lanes skip NaN and track the largest |bits| beside them: negative NaNs (x86's
+    default NaN is negative), NaNs with payloads and signaling NaNs count, infinities do not."""
+    x = torch.randn(8, 150, dtype=dtype)
+    nans = torch.tensor([-0x400000, 0x7FC00123, 0x7F800001, -1], dtype=torch.int32).view(torch.float32)
+    nans = nans.to(dtype)  # by their bits: x86's default NaN (negative), a payload, a signaling one, all ones
+    for row, col, v in zip(range(4), (0, 70, 149, 128), nans):
+        x[row, col] = v
+    x[4, 3], x[5, :] = float("inf"), float("-inf")
+    x[6, :] = 0.0
+    x[6, ::2] = -0.0
+    check(lambda x: (x.amax(-1), x.amin(-1), torch.softmax(x, -1), torch.log_softmax(x, -1)), x)
+
+
 def test_softmax_family():
     x = torch.randn(7, 50)
     info = check(lambda x: torch.softmax(x, -1), x)
     assert info.kernels == 1
+    wide = torch.randn(7, 150)  # lane passes: one computes exp, so g++ must not jam its loop
+    assert "no-loop-unroll-and-jam" in check(lambda x: torch.softmax(x, -1), wide).source
+    assert "no-loop-unroll-and-jam" not in check(lambda x: x.sum(-1), wide).source
     check(lambda x: torch.log_softmax(x, -1), x)
     check(lambda x: torch.softmax(x, 0), x)
     check(lambda x: x - x.mean(-1, keepdim=True), x)
@@ -130,6 +148,10 @@ def test_cross_entropy():
     x, t = torch.randn(8, 11), torch.randint(0, 11, (8,))
     check(lambda x, t: F.cross_entropy(x, t), x, t)
     check(lambda x, t: F.nll_loss(torch.log_softmax(x, -1), t, reduction="sum"), x, t)
+    t[2] = -100  # ignored row
+    x[5, 3] = float("nan")
+    check(lambda x, t: (F.cross_entropy(x, t), F.cross_entropy(x, t, reduction="none")), x, t)
+    check(lambda x, t: F.cross_entropy(x, t), torch.randn(300, 200), torch.randint(0, 200, (300,)))
 
 
 def test_extern_ops_with_fused_epilogues():

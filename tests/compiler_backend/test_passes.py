@@ -3,7 +3,7 @@ import torch
 import torch.nn.functional as F
 
 from fl_helpers import aten_graph
-from fuselens.compiler.backend.ir import Buffer, binary, const, load, substitute, unary, var
+from fuselens.compiler.backend.ir import Buffer, binary, const, load, substitute, unary, var, walk
 from fuselens.compiler.backend.loops import coalesce, drop_unit_loops, eliminate_dead, hoist_divisions
 from fuselens.compiler.backend.lowering import lower
 from fuselens.compiler.backend.memplan import plan_memory
@@ -68,6 +68,18 @@ def test_softmax_is_one_kernel_with_three_passes():
     (k,) = steps
     assert [type(s).__name__ for p in k.phases for s in p] == ["Reduce", "Reduce", "Store"]
     assert not k.finals  # max and sum stay in registers
+
+
+def test_nll_summand_is_computed_per_row_in_the_softmax_kernel():
+    """The loss term of each row (gather - max - log(sum exp)) is a per-row value of the kernel
+    that computes max and sum, not a gather of the second kernel (a cache miss per row)."""
+    x, t = torch.randn(4, 8), torch.randint(0, 8, (4,))
+    prog, steps = _kernels(lambda x, t: F.cross_entropy(x, t), x, t)
+    first, *rest = steps
+    (row,) = first.finals  # the loss term of each row: max and sum stay in registers
+    assert {n.arg for n in walk([row.value]) if n.op == "acc"} == {r.acc for p in first.phases for r in p}
+    x_name = prog.inputs[0]
+    assert not any(n.op == "load" and n.arg == x_name for k in rest for e in k.exprs() for n in walk([e]))
 
 
 def test_horizontal_fusion_of_reductions_over_same_input():
