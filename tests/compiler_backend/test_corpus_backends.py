@@ -16,7 +16,7 @@ import torch
 from fuselens.compiler.backend import compile_graph
 from fuselens.compiler.capture import compile as fl_compile
 from tests.capture import agreement
-from tests.capture.harness import run_once, same
+from tests.capture.harness import run_once, same, same_printed
 
 ORACLE = agreement._oracle()
 FILES = agreement.CORPUS
@@ -28,6 +28,11 @@ def _triton(gm, example_inputs):
 
 
 BACKENDS = {"cpp": "fuselens", "triton": _triton}
+# Found by the session-4 fixtures, not fixed yet (strict xfail: a fix shows up as a pass).
+BACKEND_GAPS = {
+    ("cpp", "TextLineReader"): "AOT autograd forward of a conv/pool/CTC region saves an output that is None at run "
+                               "time (tensors_saved_with_vc_check); the Triton path passes",
+}
 
 
 def _cases():
@@ -56,6 +61,8 @@ def test_corpus_case_matches_eager(path, name, backend, monkeypatch, request):
         pytest.skip("nondeterministic by design")
     if name in agreement.CAPTURE_GAPS:
         request.applymarker(pytest.mark.xfail(strict=True, reason=agreement.CAPTURE_GAPS[name]))
+    if (backend, name) in BACKEND_GAPS:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=BACKEND_GAPS[backend, name]))
     if backend == "triton":
         pytest.importorskip("triton")
     monkeypatch.delenv("FUSELENS_STRICT", raising=False)  # graphs with mutations run with torch
@@ -72,5 +79,5 @@ def test_corpus_case_matches_eager(path, name, backend, monkeypatch, request):
         got = run_once(fl_compile(compiled_root, backend=BACKENDS[backend]), args2, {})
     diff = same(ref[0], got[0], atol=1e-4, rtol=1e-3)
     assert diff is None, diff
-    assert ref[1] == got[1], f"printed {got[1]!r}, eager printed {ref[1]!r}"
+    assert same_printed(ref[1], got[1]), f"printed {got[1]!r}, eager printed {ref[1]!r}"
     assert same(ref[2], got[2], "args", 1e-4, 1e-3) is None
