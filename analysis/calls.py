@@ -274,17 +274,28 @@ def registered_functions(walker, table: str, key: ast.expr) -> list[FunctionInfo
     module = walker.module
     if table in walker.env or not isinstance(module.globals.get(table), ast.Dict):
         return []
+    # Every subscript of the dict asks: scan the module's decorators once per analysis (the texts
+    # cannot change during one).
+    found = walker.analysis.registries.get((module.path, table))
+    if found is None:
+        found = walker.analysis.registries[module.path, table] = _registry(module, table)
+    if isinstance(key, ast.Constant) and isinstance(key.value, str):
+        return [function for name, function in found if name == key.value]
+    return [function for _, function in found]
+
+
+def _registry(module, table: str) -> list[tuple[str, FunctionInfo]]:
+    """(registered name, function) of each function a decorator puts in `table`."""
     found = []
     for function in module.functions.values():
-        for decorator, arguments in _DECORATOR_CALL.findall(function.block.text.split("def ", 1)[0]):
+        text = function.block.text
+        for decorator, arguments in _DECORATOR_CALL.findall(text[:max(text.find("def "), 0)]):
             factory = module.functions.get(decorator)
             if re.match(rf"\s*{re.escape(table)}\b", arguments) or factory is not None and re.search(
                     rf"\b{re.escape(table)}\[[^\]]*\]\s*=", factory.block.text):
                 name = _STRING_ARGUMENT.search(arguments)
                 found.append((name.group(1) if name else function.qualname, function))
-    if isinstance(key, ast.Constant) and isinstance(key.value, str):
-        return [function for name, function in found if name == key.value]
-    return [function for _, function in found]
+    return found
 
 
 _DECORATOR_CALL = re.compile(r"@([\w.]+)\(([^)]*)\)")

@@ -620,18 +620,7 @@ class FunctionWalker:
         return method(self, node)
 
     def expr_Constant(self, node: ast.Constant) -> Ty:
-        value = node.value
-        if value is None:
-            return K.T_NONE
-        if isinstance(value, bool):
-            return K.T_BOOL
-        if isinstance(value, int):
-            return K.T_INT
-        if isinstance(value, (float, complex)):
-            return K.T_NUM
-        if isinstance(value, str):
-            return K.T_STR
-        return K.T_OBJ
+        return literal_type(node.value)
 
     def expr_Name(self, node: ast.Name) -> Ty:
         name = node.id
@@ -652,7 +641,7 @@ class FunctionWalker:
         if isinstance(value, ast.Constant):
             return self.expr_Constant(value)
         if isinstance(value, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Constant) for e in value.elts):
-            return K.seq_of(self.expr_Constant(value.elts[0]) if value.elts else K.T_UNKNOWN)
+            return K.seq_of(literal_type(value.elts[0].value) if value.elts else K.T_UNKNOWN)
         if isinstance(value, ast.Call):
             seeded = value.func.value if isinstance(value.func, ast.Attribute) and value.func.attr == "manual_seed" \
                 else None  # `G = torch.Generator().manual_seed(0)`
@@ -1130,24 +1119,27 @@ def _wrap(module, decorator: ast.expr, inner: K.Wrapped, argument_type) -> K.Wra
 
 
 def _workspace_function(module, node: ast.expr) -> FunctionInfo | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    dotted = ".".join([module.imports.get(node.id, node.id), *reversed(parts)])
-    return None if dotted.startswith(EXTERNAL_PREFIXES) else module.resolve_function(dotted)
+    dotted = module.dotted(node)
+    return None if not dotted or dotted.startswith(EXTERNAL_PREFIXES) else module.resolve_function(dotted)
+
+
+def literal_type(value) -> Ty:
+    if value is None:
+        return K.T_NONE
+    if isinstance(value, bool):
+        return K.T_BOOL
+    if isinstance(value, int):
+        return K.T_INT
+    if isinstance(value, (float, complex)):
+        return K.T_NUM
+    if isinstance(value, str):
+        return K.T_STR
+    return K.T_OBJ
 
 
 def constant_type(node: ast.expr) -> Ty:
     """The type of a literal (decorator factory arguments at a root); anything else: unknown."""
-    if isinstance(node, ast.Constant):
-        value = node.value
-        return K.T_BOOL if isinstance(value, bool) else K.T_INT if isinstance(value, int) else \
-            K.T_NUM if isinstance(value, float) else K.T_STR if isinstance(value, str) else K.T_NONE \
-            if value is None else K.T_OBJ
-    return K.T_UNKNOWN
+    return literal_type(node.value) if isinstance(node, ast.Constant) else K.T_UNKNOWN
 
 
 def _is_generator(function: FunctionInfo) -> bool:

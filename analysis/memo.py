@@ -43,6 +43,7 @@ class Analysis:
         self.workspace = workspace
         self.epoch = epoch
         self.generation = generation  # of the Workspace's indexes (attributes.py)
+        self.registries: dict = {}  # (module path, dict name) → what decorators registered in it (calls.py)
 
     def run_root(self, mode: str, function: FunctionInfo) -> RootResult:
         self._returns: dict = {}  # key → (returns, breaks), in this pass
