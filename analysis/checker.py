@@ -88,6 +88,7 @@ class FunctionWalker:
         # ... nor inside a generator function it inlines (`@contextmanager` bodies, `__iter__`):
         # measured on 2.13, only the first break in one is reported.
         self.unresumable_depth = int(_is_generator(function))
+        self.loops: list[int] = []  # len(self.position) at each enclosing loop body of the frame
         self.dead = False
         self.dead_after_this = False
         self.resume_pending = False
@@ -185,8 +186,19 @@ class FunctionWalker:
         """A graph break at the current position of this frame (here or in an inlined callee)."""
         self.result.breaks = True
         self.break_count += 1
-        if self.unresumable_depth:
+        if not self.resumable_here():
             self.dead_after_this = True
+
+    def resumable_here(self) -> bool:
+        """Whether Dynamo can resume after a break at the current position: not inside a try body,
+        a generator, a generator expression or dict comprehension; inside loops only when the code
+        that follows the break reaches a `return` before a jump back to the innermost loop's head
+        (measured on 2.13: it scans the bytecode after the break for a backward jump and stops at
+        the first return; `if ...: return` after a `.item()` in a retry loop resumes)."""
+        if not self.unresumable_depth:
+            return True
+        return self.unresumable_depth == len(self.loops) and \
+            _returns_before_looping(self.position[self.loops[-1]:])
 
     def mutated_arguments(self) -> list[tuple]:
         """FL302 findings for a compile root that changes a dict or list it was passed: Dynamo
@@ -447,7 +459,7 @@ class FunctionWalker:
 
     def stmt_While(self, node: ast.While) -> None:
         self.test(node.test, node)  # the loop header resumes fine: not "inside" the loop
-        self.unresumable(node.body)
+        self.unresumable(node.body, loop=True)
         self.test(node.test, node)  # the loop-carried types may now make the test a tensor
         self.block(node.orelse)
 
@@ -456,8 +468,8 @@ class FunctionWalker:
         self.report_tensor_iteration(node.iter, iterable)
         self.iterate_user_object(node.iter, iterable)
         self.assign(node.target, self.element_type(iterable), node)
-        self.unresumable(node.body)
-        self.unresumable(node.body)  # second pass: loop-carried types (e.g. a tensor accumulator)
+        self.unresumable(node.body, loop=True)
+        self.unresumable(node.body, loop=True)  # second pass: loop-carried types (e.g. a tensor accumulator)
         self.report_unrolled(node.iter, iterable)  # unless a break in the body made Dynamo skip the frame
         self.block(node.orelse)
 
@@ -470,12 +482,16 @@ class FunctionWalker:
             self.report("FL301", node, "Loop over a tensor's size: Dynamo unrolls it and recompiles for "
                                        "another size")
 
-    def unresumable(self, body: list[ast.stmt]) -> None:
+    def unresumable(self, body: list[ast.stmt], loop: bool = False) -> None:
         self.unresumable_depth += 1
+        if loop:
+            self.loops.append(len(self.position))
         try:
             self.block(body)
         finally:
             self.unresumable_depth -= 1
+            if loop:
+                self.loops.pop()
 
     stmt_AsyncFor = stmt_For
 
@@ -1054,7 +1070,7 @@ class FunctionWalker:
         self.stored_attributes |= stored
         # Resuming after the call would need the object rebuilt (inside a loop Dynamo gives up on
         # the frame anyway, without trying).
-        if breaks and self.mode == COMPILE and not self.dead and not self.unresumable_depth \
+        if breaks and self.mode == COMPILE and not self.dead and self.resumable_here() \
                 and isinstance(getattr(node, "func", None), ast.Attribute) \
                 and isinstance(node.func.value, ast.Name) and node.func.value.id in self.local_objects:
             self.report("FL128", node, f"`{callee.qualname}` breaks on an object made in this function: "
@@ -1072,6 +1088,64 @@ class FunctionWalker:
         if returns.kind == K.UNKNOWN and callee.node.returns is not None:  # `def optimizers(self) -> Optimizer`
             return annotation_type(callee.module, callee.node.returns)
         return returns
+
+
+def _returns_before_looping(positions: list[tuple[list, int]]) -> bool:
+    """Whether, in bytecode order, a `return` comes before a jump back to the loop's head in the
+    code after the current statement. `positions`: (statement list, index) from the loop's body
+    inwards. CPython 3.11 lays branches out in source order; the jump over an `else` branch of an
+    `if` that ends the loop body goes straight back to the head."""
+    list_tails, statement_tails = [], []
+    for level, (statements, index) in enumerate(positions):
+        parent = positions[level - 1][0][positions[level - 1][1]] if level else None
+        list_tail = level == 0 or (statement_tails[-1] and isinstance(parent, ast.If))
+        list_tails.append(list_tail)
+        statement_tails.append(list_tail and index == len(statements) - 1)
+
+    def events():
+        statements, index = positions[-1]
+        yield from _exits(statements[index], statement_tails[-1])
+        yield from _list_exits(statements[index + 1:], list_tails[-1])
+        for level in range(len(positions) - 2, -1, -1):
+            statements, index = positions[level]
+            parent = statements[index]
+            if isinstance(parent, ast.If) and parent.orelse and positions[level + 1][0] is parent.body:
+                if statement_tails[level]:
+                    yield "back"
+                yield from _list_exits(parent.orelse, statement_tails[level])
+            yield from _list_exits(statements[index + 1:], list_tails[level])
+        yield "back"
+
+    return next(events()) == "return"
+
+
+def _list_exits(statements: list[ast.stmt], tail: bool):
+    for index, statement in enumerate(statements):
+        yield from _exits(statement, tail and index == len(statements) - 1)
+
+
+def _exits(statement: ast.stmt, tail: bool):
+    """'return' and 'back' (a jump to the enclosing loop's head) in `statement`, in bytecode order;
+    `tail`: the statement ends the loop body."""
+    if isinstance(statement, ast.Return):
+        yield "return"
+    elif isinstance(statement, ast.Continue):
+        yield "back"
+    elif isinstance(statement, ast.If):
+        yield from _list_exits(statement.body, tail)
+        if statement.orelse:
+            if tail:
+                yield "back"
+            yield from _list_exits(statement.orelse, tail)
+    elif isinstance(statement, (ast.For, ast.AsyncFor, ast.While)):
+        # A nested loop's jumps back land inside it, after the break: only its returns count.
+        yield from (event for event in _list_exits(statement.body + statement.orelse, False) if event == "return")
+    elif not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        for child in ast.iter_child_nodes(statement):
+            if isinstance(child, ast.stmt):
+                yield from _exits(child, False)
+            elif isinstance(child, (ast.excepthandler, ast.match_case)):
+                yield from _list_exits(child.body, False)
 
 
 def _handlers(cls, prefix: str) -> dict:

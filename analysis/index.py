@@ -124,6 +124,9 @@ class ClassInfo:
 class Root:
     mode: str
     function: FunctionInfo
+    # The class whose instance is `self`, when it only inherits `function` (a subclass that
+    # overrides the methods its base's forward calls): the pass dispatches on it.
+    owner: "ClassInfo | None" = None
 
 
 @dataclass(eq=False)
@@ -159,13 +162,17 @@ class ModuleIndex:
         roots = list(self.roots)
         self.candidates = []
         if config.assume_modules_compiled:
-            declared = {(root.mode, root.function) for root in roots}
+            declared = set(roots)
             for cls in self.classes.values():
-                forward = cls.methods.get("forward")
-                if forward is not None and cls.is_module and (COMPILE, forward) not in declared:
-                    self.candidates.append(forward.block)
+                forward = cls.lookup_method("forward")
+                if forward is None or not cls.is_module:
+                    continue
+                root = _module_root(COMPILE, cls, forward)
+                if root not in declared:
+                    if forward.module is self:
+                        self.candidates.append(forward.block)
                     if forward.node is not None:
-                        roots.append(Root(COMPILE, forward))
+                        roots.append(root)
         self._compiled_roots = (config.assume_modules_compiled, roots)
         return roots
 
@@ -490,7 +497,11 @@ def _add_module_root(index: ModuleIndex, class_name: str, mode: str) -> None:
     if cls is not None:
         forward = cls.lookup_method("forward")
         if forward is not None:
-            index.roots.append(Root(mode, forward))
+            index.roots.append(_module_root(mode, cls, forward))
+
+
+def _module_root(mode: str, cls: ClassInfo, forward: FunctionInfo) -> Root:
+    return Root(mode, forward, None if forward.cls is cls else cls)
 
 
 def _assigned_name(statement: ast.stmt, call: ast.Call) -> str | None:

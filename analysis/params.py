@@ -23,15 +23,16 @@ OPTIMIZER_PARAM_NAME = re.compile(r"(?:\w+_)?(?:opt|optim|optimizer)(?:_?[A-Z]|_
 SCHEDULER_PARAM_NAME = re.compile(r"(?:\w+_)?(?:scheduler|sched)")
 
 
-def root_parameters(function: FunctionInfo) -> tuple:
-    """Types of a root's parameters: annotations, defaults, names; otherwise a tensor."""
+def root_parameters(function: FunctionInfo, owner=None) -> tuple:
+    """Types of a root's parameters: annotations, defaults, names; otherwise a tensor.
+    `self` is an instance of `owner` when given (a subclass inheriting the method)."""
     node = function.node
     args = [*node.args.posonlyargs, *node.args.args]
     defaults = [None] * (len(args) - len(node.args.defaults)) + list(node.args.defaults)
     params = []
     for index, (arg, default) in enumerate(zip(args, defaults)):
         if index == 0 and function.cls is not None and arg.arg in ("self", "cls"):
-            params.append(Ty(K.MODULE, ref=function.cls))
+            params.append(Ty(K.MODULE, ref=owner or function.cls))
         else:
             params.append(parameter_type(function.module, arg, default, guess_tensor=True))
     for arg, default in zip(node.args.kwonlyargs, node.args.kw_defaults):

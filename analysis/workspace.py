@@ -239,12 +239,12 @@ class Workspace:
         analysis = None
         results = []
         for root in roots:
-            key = (root.mode, root.function.module.path, root.function.qualname)
+            key = (root.mode, root.function.module.path, root.function.qualname, root.owner and (root.owner.module.path, root.owner.name))
             result = self._results.get(key)
             if result is None or not self._valid(result):
                 if analysis is None:
                     analysis = Analysis(self.config, self.memo, self, self.epoch, self.generation)
-                result = self._results[key] = analysis.run_root(root.mode, root.function)
+                result = self._results[key] = analysis.run_root(root.mode, root.function, root.owner)
             results.append(result)
         return results
 

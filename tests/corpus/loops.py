@@ -195,6 +195,36 @@ class EarlyExitStack(nn.Module):
         return probs
 
 
+
+def sample_crop_size(height: int, width: int):
+    """torchvision-style rejection sampling: the retry loop returns from its body, so Dynamo
+    resumes after a break in it (a later jump back to the loop's head would make it give up)."""
+    for _ in range(10):
+        h = int(torch.randint(2, height + 1, (1,)).item())  # expect: FL102 GB0124
+        w = int(torch.randint(2, width + 1, (1,)).item())  # expect: FL102 GB0124
+        if h * w <= height * width // 2:
+            return h, w
+    return height, width
+
+
+@torch.compile
+def random_crop(x):
+    h, w = sample_crop_size(x.size(-2), x.size(-1))
+    return x[..., :h, :w].sum()
+
+
+@torch.compile
+def skip_negative(xs):
+    total = xs[0] * 0
+    for x in xs:
+        if x.sum().item() < 0:  # expect: FL102 GB0124
+            continue
+        print("kept")  # never reported: the `continue` jumps back to the head before any return
+        total = total + x
+        if total.numel() > 100:
+            return total
+    return total
+
 CASES = {
     "NoisyStack": lambda: (NoisyStack(4), (torch.randn(2, 4),)),
     "ResidualStack": lambda: (ResidualStack(4), (torch.randn(2, 4),)),
@@ -213,4 +243,6 @@ CASES = {
     "loop_over_tensor_rows": lambda: (loop_over_tensor_rows, (torch.randn(4, 3),)),
     "zip_loop": lambda: (zip_loop, ([torch.randn(2, 3)] * 2, [torch.randn(3, 2)] * 2)),
     "EarlyExitStack": lambda: (EarlyExitStack(4), (torch.randn(1, 4),)),
+    "random_crop": lambda: (random_crop, (torch.randn(2, 5, 7),)),
+    "skip_negative": lambda: (skip_negative, ([torch.randn(3), -torch.ones(3), torch.ones(3)],)),
 }

@@ -110,6 +110,29 @@ def smoothed(x, width: int = 3):
     return box(box(x))
 
 
+
+class MaskedAugment(nn.Module):
+    """kornia-style base class: forward draws the mask, subclasses override apply_mask."""
+
+    def __init__(self, p: float = 0.5):
+        super().__init__()
+        self.p = p
+
+    def apply_mask(self, x, mask):
+        return x
+
+    def forward(self, x):
+        return self.apply_mask(x, torch.rand(x.size(0)) < self.p)
+
+
+class MaskedScale(MaskedAugment):
+    """Inherits forward: compiling it runs this apply_mask, not the base's."""
+
+    def apply_mask(self, x, mask):
+        out = x.clone()
+        out[mask] = x[mask] * 2  # expect: FL105 GB0036
+        return out
+
 CASES = {
     "TemperatureHead": lambda: (TemperatureHead(), (torch.randn(2, 4), torch.tensor([0, 2]))),
     "CountingEncoder": lambda: (CountingEncoder(), (torch.randn(2, 4),)),
@@ -120,4 +143,6 @@ CASES = {
     "quantize_with_callback": lambda: (quantize_with_callback, (torch.randn(6),)),
     "storage_sharing": lambda: (storage_sharing, (torch.randn(4),)),
     "smoothed": lambda: (smoothed, (torch.randn(2, 8),)),
+    "MaskedAugment": lambda: (MaskedAugment(), (torch.randn(4, 3),)),
+    "MaskedScale": lambda: (MaskedScale(), (torch.randn(4, 3),)),
 }
