@@ -11,10 +11,10 @@ from __future__ import annotations
 import ast
 
 from . import kinds as K
-from .checker import MAX_DEPTH, FunctionWalker
+from .checker import MAX_DEPTH, FunctionWalker, constant_type
 from .index import ClassInfo, FunctionInfo
 from .kinds import Ty
-from .params import args_with_defaults, parameter_type
+from .params import annotation_type, args_with_defaults, parameter_type
 
 _WEIGHTED_BASES = {"torch.nn.Linear", "torch.nn.Conv1d", "torch.nn.Conv2d", "torch.nn.Embedding",
                    "torch.nn.LayerNorm"}
@@ -37,6 +37,7 @@ def class_attributes(analysis, cls: ClassInfo) -> tuple[dict[str, Ty], list[tupl
         reads.extend(base_reads)
     if set(cls.bases) & _WEIGHTED_BASES:
         attrs.update({"weight": K.T_TENSOR, "bias": K.T_TENSOR.but(optional=True)})
+    attrs.update(_field_types(cls))
     init = cls.methods.get("__init__")
     if init is not None:
         reads.append((init, init.block.text))
@@ -57,6 +58,23 @@ def _unchanged(analysis, reads: list[tuple]) -> bool:
         if current is None or current.block.text != text:
             return False
     return True
+
+
+def _field_types(cls: ClassInfo) -> dict[str, Ty]:
+    """Class-body fields (`size: int = 16` in a dataclass config, `eps = 1e-6`): by annotation,
+    else by literal value."""
+    types = {}
+    for statement in cls.field_statements():
+        if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+            ty = annotation_type(cls.module, statement.annotation)
+            if ty.kind == K.UNKNOWN and statement.value is not None:
+                ty = constant_type(statement.value)
+            types[statement.target.id] = ty
+        elif isinstance(statement, ast.Assign):
+            for target in statement.targets:
+                if isinstance(target, ast.Name):
+                    types[target.id] = constant_type(statement.value)
+    return types
 
 
 class _InitWalker(FunctionWalker):

@@ -229,17 +229,12 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
         if receiver.kind == K.DICT:
             return dict_method(func.attr, receiver)
         if receiver.kind == K.FUNC and func.attr in ("__call__",):
-            return walker.call_user(node, receiver.ref, args, kwargs)
+            return call_function_value(walker, node, receiver, args, kwargs)
     callee = walker.expr(func) if not isinstance(func, ast.Attribute) else None
     dotted = walker.dotted(func)
 
-    if callee is not None and callee.kind == K.FUNC and isinstance(callee.ref, FunctionInfo):
-        return walker.call_user(node, callee.ref, args, kwargs)
-    if callee is not None and callee.kind == K.FUNC and type(callee.ref) is tuple:  # noqa: E721 (not Wrapped)
-        # a registry entry (`LOSSES[name]`): whichever function the key picks may run
-        return functools.reduce(K.join, [walker.call_user(node, f, args, kwargs) for f in callee.ref])
-    if callee is not None and callee.kind == K.FUNC and isinstance(callee.ref, K.Wrapped):
-        return walker.call_user(node, callee.ref.function, args, kwargs, closure=callee.ref.closure)
+    if callee is not None and callee.kind == K.FUNC:
+        return call_function_value(walker, node, callee, args, kwargs)
     if callee is not None and callee.kind == K.OBJ and isinstance(callee.ref, ClassInfo):  # `scorer(x)`
         method = callee.ref.lookup_method("__call__")
         if method is not None:
@@ -336,7 +331,16 @@ def _plain_python(ty: Ty) -> bool:
 
 
 def _holds_tensors(ty: Ty) -> bool:
-    return ty.kind == K.SEQ and isinstance(ty.ref, Ty) and ty.ref.maybe_tensor
+    """A sequence whose elements are, or contain, tensors (`sorted(d.items())` of tensor values
+    compares (key, tensor) tuples: Dynamo sorts only constants, GB0207 measured on 2.13)."""
+    return ty.kind == K.SEQ and isinstance(ty.ref, Ty) and _has_tensor(ty.ref)
+
+
+def _has_tensor(ty: Ty) -> bool:
+    if ty.maybe_tensor:
+        return True
+    return ty.kind == K.SEQ and (any(_has_tensor(item) for item in ty.items or ())
+                                 or isinstance(ty.ref, Ty) and _has_tensor(ty.ref))
 
 
 # --- builtins ----------------------------------------------------------------------------------
@@ -537,6 +541,22 @@ def tensor_method(walker, node: ast.Call, name: str, receiver: Ty, args: list[Ty
     return K.tensor(zero, boolean, integer)
 
 
+def call_function_value(walker, node: ast.Call, callee: Ty, args: list[Ty], kwargs: dict) -> Ty:
+    """Calls a FUNC value: a function, a bound method, a decorator's wrapper, or any of several
+    functions (a registry entry)."""
+    ref = callee.ref
+    if isinstance(ref, FunctionInfo):
+        return walker.call_user(node, ref, args, kwargs)
+    if isinstance(ref, K.Bound):
+        return walker.call_method(node, ref.function, args, kwargs, ref.receiver)
+    if isinstance(ref, K.Wrapped):
+        return walker.call_user(node, ref.function, args, kwargs, closure=ref.closure)
+    if type(ref) is tuple:  # noqa: E721 (not Wrapped)
+        # a registry entry (`LOSSES[name]`): whichever function the key picks may run
+        return functools.reduce(K.join, [walker.call_user(node, f, args, kwargs) for f in ref])
+    return K.T_UNKNOWN
+
+
 # --- modules -----------------------------------------------------------------------------------
 def module_method(walker, node: ast.Call, name: str, receiver: Ty, args: list[Ty], kwargs: dict) -> Ty:
     cls = receiver.ref
@@ -547,8 +567,8 @@ def module_method(walker, node: ast.Call, name: str, receiver: Ty, args: list[Ty
     attribute = walker.module_attribute(receiver, name)
     if attribute.kind == K.MODULE:  # a sub-module: `self.proj(x)`
         return module_call(walker, node, attribute, args, kwargs)
-    if attribute.kind == K.FUNC and isinstance(attribute.ref, FunctionInfo):
-        return walker.call_user(node, attribute.ref, args, kwargs)
+    if attribute.kind == K.FUNC:  # `self.hook = fn` / `self.step = self._advance` in __init__
+        return call_function_value(walker, node, attribute, args, kwargs)
     if name in ("parameters", "named_parameters", "buffers", "children", "modules"):
         return K.seq_of(K.T_TENSOR if "param" in name or "buffer" in name else Ty(K.MODULE))
     if name == "forward":
@@ -584,7 +604,10 @@ def module_call(walker, node: ast.Call, module: Ty, args: list[Ty], kwargs: dict
     if cls in RNN_MODULES:
         walker.report("FL123", node, f"`{cls}` is not traced by Dynamo (allow_rnn=False)")
         walker.skip_frame(node, f"`{cls.rsplit('.', 1)[1]}` is not traced")
-        return K.T_TENSOR_SEQ
+        walker.report_size_read(node, f"`{cls}` checks its input's and state's sizes in Python: the trace bakes "
+                                      "the checks")
+        state = K.T_TENSOR_SEQ if cls == "torch.nn.LSTM" else K.T_TENSOR  # (h, c) or h
+        return Ty(K.SEQ, ref=K.T_UNKNOWN, items=(K.T_TENSOR, state))
     return K.T_TENSOR
 
 
@@ -745,7 +768,7 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
             return K.T_INT_TENSOR if name in ("nonzero", "argwhere", "bincount") else K.T_TENSOR_SEQ \
                 if name == "where" else K.T_TENSOR
         if namespace == "torch.nn.functional" and (name in SIZE_CHECKING_FUNCTIONS or (
-                name == "embedding" and _padding_index_checked(node)) or (
+                name == "embedding" and _padding_index_checked(walker, node)) or (
                 name == "batch_norm" and _keyword_is(node, "training", True))):
             walker.report_size_read(node, f"`{dotted}` checks its input's sizes in Python: the trace bakes the checks")
         if name == "one_hot" and _classes_from_data(node):
@@ -772,7 +795,7 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
         # Keep the element type: `for block in self.blocks: block(x)` inlines Block.forward.
         element = args[0].ref if args[0].kind == K.SEQ and isinstance(args[0].ref, Ty) else K.T_UNKNOWN
         return K.seq_of(element)
-    if dotted == "torch.nn.Embedding" and _padding_index_checked(node):
+    if dotted == "torch.nn.Embedding" and _padding_index_checked(walker, node):
         return Ty(K.MODULE, ref=CHECKED_EMBEDDING)
     if dotted == "torch.nn.Sequential":  # keep the stages: a call runs each in turn
         stages = tuple(walker.element_type(ty) if isinstance(arg, ast.Starred) else ty
@@ -797,10 +820,13 @@ def _keyword_is(node: ast.Call, name: str, value) -> bool:
                for keyword in node.keywords)
 
 
-def _padding_index_checked(node: ast.Call) -> bool:
-    """`nn.Embedding(n, d, padding_idx=p)` / `F.embedding(x, w, p)` with p neither 0 nor None."""
+def _padding_index_checked(walker, node: ast.Call) -> bool:
+    """`nn.Embedding(n, d, padding_idx=p)` / `F.embedding(x, w, p)` with p neither 0 nor None
+    (a module-level constant such as `PAD_ID = 0` is read)."""
     index = node.args[2] if len(node.args) > 2 else next(
         (keyword.value for keyword in node.keywords if keyword.arg == "padding_idx"), None)
+    if isinstance(index, ast.Name) and index.id not in walker.env:
+        index = walker.module.globals.get(index.id, index)
     return index is not None and not (isinstance(index, ast.Constant) and index.value in (0, None))
 
 

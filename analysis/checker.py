@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from . import kinds as K
 from .findings import Span
-from .calls import CONTAINER_MUTATORS, RANDOM_VALUE, RETURN_TYPE_FIELDS, evaluate_call, registered_functions
+from .calls import CONTAINER_MUTATORS, RANDOM_VALUE, RETURN_TYPE_FIELDS, RNN_MODULES, evaluate_call, registered_functions
 from .fixes import fix_for
 from .index import COMPILE, EXPORT, EXTERNAL_PREFIXES, TRACE, ClassInfo, FunctionInfo
 from .kinds import Ty
@@ -383,8 +383,11 @@ class FunctionWalker:
         if node.value is None:
             return
         value = self.expr(node.value)
-        if value.kind == K.UNKNOWN:
-            value = annotation_type(self.module, node.annotation)
+        if value.kind == K.UNKNOWN or value.kind in (K.SEQ, K.DICT) and value.ref in (None, K.T_UNKNOWN):
+            # `self.cache: Dict[str, Tensor] = {}`: the annotation says what the empty container holds
+            annotated = annotation_type(self.module, node.annotation)
+            if value.kind == K.UNKNOWN or annotated.kind == value.kind:
+                value = annotated
         self.assign(node.target, value, node)
 
     def stmt_AugAssign(self, node: ast.AugAssign) -> None:
@@ -611,6 +614,8 @@ class FunctionWalker:
             self.report("FL101", node, self._branch_message(node, statement), fix=fix)
         elif ty.kind == K.NDARRAY:  # Dynamo traces arrays as tensors: the same data-dependent branch
             self.report("FL101", node, self._branch_message(node, statement))
+        elif ty.ref == K.RANK and self.mode != COMPILE:
+            pass  # the tracer sees a plain int
         elif ty.kind in (K.BOOL, K.INT, K.NUM) and ty.shape_derived:
             self.report("FL301", node, "Branch on a tensor's shape: Dynamo specializes on it and "
                                        "recompiles when an input takes the other branch")
@@ -710,7 +715,12 @@ class FunctionWalker:
                 key = _class_key(owner.ref), attr
                 if key not in self.stored_attributes:
                     self.result.guarded_attributes.add(key)
-            return self.module_attribute(owner, attr)
+            value = self.module_attribute(owner, attr)
+            if value.kind == K.MODULE and value.ref in RNN_MODULES and isinstance(node.ctx, ast.Load):
+                # Dynamo refuses the module where it first wraps it: at any read (`self.lstm.hidden_size`)
+                self.report("FL123", node, f"`{value.ref}` is not traced by Dynamo (allow_rnn=False)")
+                self.skip_frame(node, f"`{value.ref.rsplit('.', 1)[1]}` is not traced")
+            return value
         if owner.kind == K.OBJ and isinstance(owner.ref, ClassInfo):  # a plain object: what __init__ stored
             return self.module_attribute(owner, attr)
         if owner.kind == K.SHAPE:
@@ -749,7 +759,7 @@ class FunctionWalker:
                 return attrs[attr]
             method = cls.lookup_method(attr)
             if method is not None:
-                return Ty(K.FUNC, ref=method)
+                return Ty(K.FUNC, ref=K.Bound(method, owner))
             return K.T_UNKNOWN
         if attr in K.NN_TENSOR_ATTRS:
             return K.T_TENSOR.but(optional=attr.startswith("bias"))
@@ -906,7 +916,7 @@ class FunctionWalker:
             if K.DATA in (left.kind, right.kind):  # a host value; with a size in it, tracing reads the size
                 return K.T_DATA.but(shape_derived=shape)
             if left.kind == K.INT and right.kind == K.INT and not isinstance(op, ast.Div):
-                return K.T_SHAPE_INT if shape else K.T_INT
+                return (K.T_RANK_INT if K.rank_only(left, right) else K.T_SHAPE_INT) if shape else K.T_INT
             return Ty(K.NUM, shape_derived=shape)
         return K.T_UNKNOWN
 
@@ -944,7 +954,7 @@ class FunctionWalker:
         shape = any(t.shape_derived for t in types)
         if any(t.kind == K.DATA for t in types):
             return K.T_DATA.but(shape_derived=shape)
-        return K.T_SHAPE_BOOL if shape else K.T_BOOL
+        return (K.T_RANK_BOOL if K.rank_only(*types) else K.T_SHAPE_BOOL) if shape else K.T_BOOL
 
     def expr_IfExp(self, node: ast.IfExp) -> Ty:
         self.test(node.test, node)
@@ -1030,6 +1040,15 @@ class FunctionWalker:
             return self.call_user(node, method, args, kwargs, receiver=Ty(K.CLASS, ref=receiver.ref))
         if receiver.kind == K.CLASS:  # `Base.forward(self, x)`: self comes as an argument
             return self.call_user(node, method, args, kwargs)
+        if receiver.kind == K.OBJ and _is_stub(method):
+            # `cb.on_batch_end(...)` on a `Callback` base whose hook does nothing: the object is
+            # one of the subclasses that override it, and any of them may run
+            overrides = [(cls, cls.methods[method.name]) for cls in _subclasses(receiver.ref, self.module)
+                         if method.name in cls.methods]
+            if overrides:
+                return functools.reduce(K.join, [
+                    self.call_user(node, override, args, kwargs, receiver=receiver.but(ref=cls))
+                    for cls, override in overrides])
         return self.call_user(node, method, args, kwargs, receiver=receiver)
 
     def call_user(self, node: ast.Call, callee: FunctionInfo, args: list[Ty], kwargs: dict[str, Ty],
@@ -1085,8 +1104,11 @@ class FunctionWalker:
                 self.resume_pending = True
         if returns.kind == K.UNKNOWN and callee.name == "forward":
             return K.T_TENSOR
-        if returns.kind == K.UNKNOWN and callee.node.returns is not None:  # `def optimizers(self) -> Optimizer`
-            return annotation_type(callee.module, callee.node.returns)
+        if returns.kind in (K.UNKNOWN, K.NONE) and callee.node.returns is not None:
+            # `def optimizers(self) -> Optimizer` returning an attribute __init__ set to None
+            annotated = annotation_type(callee.module, callee.node.returns)
+            if annotated.kind != K.UNKNOWN:
+                return annotated
         return returns
 
 
@@ -1237,6 +1259,38 @@ def _returned_def(node: ast.FunctionDef) -> ast.FunctionDef | None:
         if isinstance(statement, ast.Return) and isinstance(statement.value, ast.Name) and statement.value.id in defs:
             return defs[statement.value.id]
     return None
+
+
+def _is_stub(function: FunctionInfo) -> bool:
+    """A body that only documents, passes, returns None or raises NotImplementedError: a hook
+    meant to be overridden."""
+    node = function.node
+    if node is None:
+        return False
+    for statement in node.body:
+        if isinstance(statement, ast.Pass) or isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+            continue
+        if isinstance(statement, ast.Return) and (statement.value is None or isinstance(statement.value, ast.Constant)
+                                                  and statement.value.value is None):
+            continue
+        if isinstance(statement, ast.Raise) and statement.exc is not None and "NotImplementedError" in ast.dump(statement.exc):
+            continue
+        return False
+    return True
+
+
+def _subclasses(cls: ClassInfo, module) -> list[ClassInfo]:
+    """Classes of `cls`'s module and of `module` that derive from `cls`."""
+    def derives(candidate: ClassInfo, seen: set) -> bool:
+        for base in candidate.module.base_classes(candidate):
+            if base is cls or (base.module.path, base.name) not in seen and (
+                    seen.add((base.module.path, base.name)) or derives(base, seen)):
+                return True
+        return False
+
+    modules = [cls.module] if module is cls.module else [cls.module, module]
+    return [candidate for index in modules for candidate in index.classes.values()
+            if candidate is not cls and derives(candidate, set())]
 
 
 def _decorator_names(function: FunctionInfo) -> set[str]:

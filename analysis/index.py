@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import keyword
 import re
+import textwrap
 from dataclasses import dataclass, field
 
 from .kinds import CLASS, FUNC, OBJ, Ty
@@ -84,6 +85,23 @@ class ClassInfo:
     attributes: tuple | None = None  # (epoch, generation, types of self.<name>, __init__s read): attributes.py
     # A lazily indexed class: one block per def member of its outline, in order.
     member_blocks: list[Block] = field(default_factory=list)
+    # Statements of the class body other than defs (dataclass fields, class attributes):
+    # parsed nodes, or the outline's texts until `field_statements` parses them.
+    fields: list = field(default_factory=list)
+
+    def field_statements(self) -> list[ast.stmt]:
+        if any(isinstance(item, str) for item in self.fields):
+            statements = []
+            for item in self.fields:
+                if isinstance(item, str):
+                    try:
+                        statements.extend(ast.parse(textwrap.dedent(item)).body)
+                    except (SyntaxError, ValueError, RecursionError, MemoryError):
+                        pass
+                else:
+                    statements.append(item)
+            self.fields = statements
+        return self.fields
 
     def lookup_method(self, name: str, seen=None) -> FunctionInfo | None:
         if name in self.methods:
@@ -298,6 +316,8 @@ def _index_statement(index: ModuleIndex, block: Block, node: ast.stmt) -> None:
                 method = FunctionInfo(f"{node.name}.{item.name}", block, index, cls, _node=item)
                 cls.methods[item.name] = method
                 _apply_decorators(index, method, block)
+            else:
+                cls.fields.append(item)
     elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         for target in targets:
@@ -338,6 +358,8 @@ def _index_lazy_class(index: ModuleIndex, block: Block, outline) -> None:
     for member in outline.members:
         if member.kind == "def":
             add_method(index, cls, member, member_block(block, member))
+        elif ":" in member.text or "=" in member.text:  # not a docstring or `pass`
+            cls.fields.append(member.text)
 
 
 def _simple_bases(header: str) -> list[str] | None:

@@ -62,6 +62,14 @@ class Wrapped(NamedTuple):
     closure: tuple
 
 
+class Bound(NamedTuple):
+    """The `ref` of a FUNC value that is a method read off an instance (`self._advance` kept in
+    a list of callbacks): calling it runs `function` with `receiver` as `self`."""
+
+    function: object  # FunctionInfo
+    receiver: Ty
+
+
 T_TENSOR = Ty(TENSOR)
 T_SCALAR_TENSOR = Ty(TENSOR, zero_dim=True)
 T_BOOL_TENSOR = Ty(TENSOR, boolean=True)
@@ -71,6 +79,17 @@ T_SHAPE_INT = Ty(INT, shape_derived=True)
 T_NUM = Ty(NUM)
 T_BOOL = Ty(BOOL)
 T_SHAPE_BOOL = Ty(BOOL, shape_derived=True)
+# A tensor's rank (`x.dim()`, `x.ndim`): Dynamo guards on it like on sizes, but under
+# torch.jit.trace it is a plain int (only sizes are traced values).
+RANK = "rank"
+T_RANK_INT = Ty(INT, shape_derived=True, ref=RANK)
+T_RANK_BOOL = Ty(BOOL, shape_derived=True, ref=RANK)
+
+
+def rank_only(*types: Ty) -> bool:
+    """Every shape-derived value among `types` is a rank (and there is one)."""
+    derived = [t for t in types if t.shape_derived]
+    return bool(derived) and all(t.ref == RANK for t in derived)
 T_DATA = Ty(DATA)
 T_SHAPE = Ty(SHAPE, shape_derived=True)
 T_DTYPE = Ty(DTYPE)
@@ -151,13 +170,13 @@ def join(a: Ty, b: Ty) -> Ty:
 # --- tensor methods ---------------------------------------------------------------------------
 # Methods/attributes whose result is not a tensor.
 TENSOR_ATTRS: dict[str, Ty] = {
-    "shape": T_SHAPE, "ndim": T_SHAPE_INT, "dtype": T_DTYPE, "device": T_DEVICE,
+    "shape": T_SHAPE, "ndim": T_RANK_INT, "dtype": T_DTYPE, "device": T_DEVICE,
     "is_cuda": T_BOOL, "is_sparse": T_BOOL, "is_leaf": T_BOOL, "requires_grad": T_BOOL,
     "is_nested": T_BOOL, "is_quantized": T_BOOL, "is_meta": T_BOOL, "layout": T_OBJ, "names": T_OBJ,
     "grad_fn": T_OBJ, "itemsize": T_INT, "nbytes": T_SHAPE_INT,
 }
 TENSOR_METHODS_NON_TENSOR: dict[str, Ty] = {
-    "dim": T_SHAPE_INT, "ndimension": T_SHAPE_INT, "numel": T_SHAPE_INT, "nelement": T_SHAPE_INT,
+    "dim": T_RANK_INT, "ndimension": T_RANK_INT, "numel": T_SHAPE_INT, "nelement": T_SHAPE_INT,
     "element_size": T_INT, "stride": T_SHAPE, "storage_offset": T_INT, "get_device": T_INT,
     "is_contiguous": T_BOOL, "is_floating_point": T_BOOL, "is_complex": T_BOOL, "is_signed": T_BOOL,
     "data_ptr": Ty(INT, ref="data_ptr"), "type": T_STR, "numpy": T_NDARRAY, "untyped_storage": T_OBJ,
