@@ -211,7 +211,7 @@ class Lowering:
                 return out
             except Unsupported:
                 pass
-        return self.extern(n, args, kwargs)
+        return self.extern(n)
 
     def maybe_realize(self, n, tv: TV) -> TV:
         ops = count_ops(tv.expr)
@@ -219,11 +219,18 @@ class Lowering:
             return self.realized_tv(tv)
         return tv
 
-    def extern(self, n: torch.fx.Node, args, kwargs):
-        """Run the op with torch: tensor arguments are realized, results become extern buffers."""
-        def to_ref(a):
-            return self.realize(a) if isinstance(a, TV) else a
-        args, kwargs = pytree.tree_map(to_ref, args), pytree.tree_map(to_ref, kwargs)
+    def extern(self, n: torch.fx.Node):
+        """Run the op with torch: tensor arguments are realized in the layout the graph traced them
+        with (a lazy `clone(x, contiguous_format)` of a permuted input is a strided view of it,
+        and some ops read raw memory as dense: mkldnn_rnn_layer), results become extern buffers."""
+        def to_ref(node):
+            value = self.env[node]
+            if not isinstance(value, TV):  # a multi-output value passed whole: no traced layout to keep
+                return pytree.tree_map(lambda a: self.realize(a) if isinstance(a, TV) else a, value)
+            val = node.meta.get("val")
+            dense = isinstance(val, torch.Tensor) and is_non_overlapping_and_dense(val)
+            return self.realize(value, strides=tuple(val.stride()) if dense else None)
+        args, kwargs = torch.fx.node.map_arg(n.args, to_ref), torch.fx.node.map_arg(n.kwargs, to_ref)
         val = n.meta.get("val")
         flat, spec = pytree.tree_flatten(val)
         outs, results = [], []

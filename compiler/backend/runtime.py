@@ -173,6 +173,11 @@ class Runner:
                     lines += [f"s{slot[o]} = r[{i}]" for i, o in enumerate(node.outs) if o]
                 for o in filter(None, node.outs):  # kernels were compiled for the traced layout
                     s_, buf = f"s{slot[o]}", bufs[o]
+                    if not prod(buf.shape):
+                        # an optional output traced as an empty tensor may be None at run time (the
+                        # workspace of mkldnn_rnn_layer in eval mode); AOT autograd saves only tensors
+                        lines.append(f"if {s_} is None: {s_} = empty_strided({buf.shape!r}, {buf.strides!r}, "
+                                     f"dtype={em.const(buf.dtype, 'D')})")
                     lines.append(f"if {s_}.stride() != {buf.strides!r}: {s_} = relayout({s_}, {buf.shape!r}, "
                                  f"{buf.strides!r})")
                 units = [(node.name, lines)]

@@ -28,11 +28,6 @@ def _triton(gm, example_inputs):
 
 
 BACKENDS = {"cpp": "fuselens", "triton": _triton}
-# Found by the session-4 fixtures, not fixed yet (strict xfail: a fix shows up as a pass).
-BACKEND_GAPS = {
-    ("cpp", "TextLineReader"): "AOT autograd forward of a conv/pool/CTC region saves an output that is None at run "
-                               "time (tensors_saved_with_vc_check); the Triton path passes",
-}
 
 
 def _cases():
@@ -61,8 +56,6 @@ def test_corpus_case_matches_eager(path, name, backend, monkeypatch, request):
         pytest.skip("nondeterministic by design")
     if name in agreement.CAPTURE_GAPS:
         request.applymarker(pytest.mark.xfail(strict=True, reason=agreement.CAPTURE_GAPS[name]))
-    if (backend, name) in BACKEND_GAPS:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=BACKEND_GAPS[backend, name]))
     if backend == "triton":
         pytest.importorskip("triton")
     monkeypatch.delenv("FUSELENS_STRICT", raising=False)  # graphs with mutations run with torch

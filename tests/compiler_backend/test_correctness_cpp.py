@@ -251,3 +251,16 @@ def test_complex_inputs_stay_with_torch():
 def test_empty_results():
     idx = torch.zeros(0, dtype=torch.int64)
     check(lambda x, i: (x[i] * 2, x[:0] + 1, x.sum() + 1), Y, idx, min_kernels=1)
+
+
+def test_extern_gets_its_argument_in_the_traced_layout():
+    # clone(x, contiguous_format) of a permuted input lowers to a lazy view of it; the extern
+    # (mkldnn_rnn_layer reads its input as dense memory) must still get the dense copy
+    lstm = torch.nn.LSTM(8, 6).eval()
+    names = [name for name, _ in lstm.named_parameters()]
+
+    def run(conv, *weights):
+        seq = conv.squeeze(2).permute(2, 0, 1)
+        return torch.func.functional_call(lstm, dict(zip(names, weights)), (seq,))[0]
+    info = check(run, torch.randn(2, 8, 1, 5), *[p.detach() for p in lstm.parameters()], min_kernels=0)
+    assert info.externs >= 1
