@@ -155,12 +155,12 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
     func = node.func
     args = []
     for arg in node.args:
-        ty = walker.expr(arg)
+        ty = _argument_type(walker, arg)
         if isinstance(arg, ast.Starred) and ty.kind == K.SEQ and ty.items is not None:
             args.extend(ty.items)  # `fn(*args)` in a wrapper that received known arguments
         else:
             args.append(ty)
-    kwargs = {kw.arg: walker.expr(kw.value) for kw in node.keywords if kw.arg}
+    kwargs = {kw.arg: _argument_type(walker, kw.value) for kw in node.keywords if kw.arg}
     for kw in node.keywords:
         if kw.arg is None:
             walker.expr(kw.value)
@@ -539,6 +539,12 @@ def tensor_method(walker, node: ast.Call, name: str, receiver: Ty, args: list[Ty
         boolean, integer = False, False
     zero = (name in K.FULL_REDUCTIONS and not has_dim) or (receiver.zero_dim and name in K.LAYOUT_PRESERVING)
     return K.tensor(zero, boolean, integer)
+
+
+def _argument_type(walker, arg: ast.expr) -> Ty:
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, bool):
+        return K.bool_literal(arg.value)
+    return walker.expr(arg)
 
 
 def call_function_value(walker, node: ast.Call, callee: Ty, args: list[Ty], kwargs: dict) -> Ty:

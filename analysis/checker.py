@@ -584,7 +584,16 @@ class FunctionWalker:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             inner = self.static_truth(node.operand)
             return None if inner is None else not inner
-        if isinstance(node, ast.Name) and node.id not in self.env and node.id not in self.local_imports:
+        if isinstance(node, ast.BoolOp):  # `if warning and align_corners:` with warning=False
+            values = [self.static_truth(value) for value in node.values]
+            decisive = isinstance(node.op, ast.Or)  # the value that settles it: True for `or`
+            if decisive in values:
+                return decisive
+            return None if None in values else not decisive
+        if isinstance(node, ast.Name) and node.id in self.env:
+            ty = self.env[node.id]
+            return ty.ref if ty.kind == K.BOOL and isinstance(ty.ref, bool) else None
+        if isinstance(node, ast.Name) and node.id not in self.local_imports:
             value = self.module.globals.get(node.id)
             if isinstance(value, ast.Constant) and not self.module.mutated_globals & {node.id}:
                 return bool(value.value)  # Dynamo guards on the global and specializes the branch
@@ -661,8 +670,10 @@ class FunctionWalker:
         value = self.module.globals[name]
         if isinstance(value, ast.Constant):
             return self.expr_Constant(value)
-        if isinstance(value, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Constant) for e in value.elts):
-            return K.seq_of(literal_type(value.elts[0].value) if value.elts else K.T_UNKNOWN)
+        if isinstance(value, (ast.Tuple, ast.List, ast.Dict)):
+            literal = _literal_display_type(value)  # `CROP = (8, 8)`, `CFG = {"stride": (6, 6)}`
+            if literal is not None:
+                return literal
         if isinstance(value, ast.Call):
             seeded = value.func.value if isinstance(value.func, ast.Attribute) and value.func.attr == "manual_seed" \
                 else None  # `G = torch.Generator().manual_seed(0)`
@@ -1231,6 +1242,23 @@ def literal_type(value) -> Ty:
     if isinstance(value, str):
         return K.T_STR
     return K.T_OBJ
+
+
+def _literal_display_type(node: ast.expr) -> Ty | None:
+    """A tuple, list or dict written with constants only (nested ones too); None otherwise."""
+    if isinstance(node, ast.Constant):
+        return literal_type(node.value)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        elements = [_literal_display_type(element) for element in node.elts]
+        if None in elements:
+            return None
+        return K.seq_of(functools.reduce(K.join, elements) if elements else K.T_UNKNOWN)
+    if isinstance(node, ast.Dict) and all(isinstance(key, ast.Constant) for key in node.keys):
+        values = [_literal_display_type(value) for value in node.values]
+        if None in values:
+            return None
+        return Ty(K.DICT, ref=functools.reduce(K.join, values) if values else None)
+    return None
 
 
 def constant_type(node: ast.expr) -> Ty:

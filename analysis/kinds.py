@@ -79,6 +79,11 @@ T_SHAPE_INT = Ty(INT, shape_derived=True)
 T_NUM = Ty(NUM)
 T_BOOL = Ty(BOOL)
 T_SHAPE_BOOL = Ty(BOOL, shape_derived=True)
+
+
+def bool_literal(value: bool) -> Ty:
+    """`warning=False` passed to (or defaulted in) a callee: its `if warning:` is folded."""
+    return Ty(BOOL, ref=value)
 # A tensor's rank (`x.dim()`, `x.ndim`): Dynamo guards on it like on sizes, but under
 # torch.jit.trace it is a plain int (only sizes are traced values).
 RANK = "rank"

@@ -214,20 +214,26 @@ def bind_parameters(callee: FunctionInfo, args: list[Ty], kwargs: dict[str, Ty],
         elif arg.arg in kwargs:
             ty = kwargs[arg.arg]
         else:
-            ty = parameter_type(callee.module, arg, default, guess_tensor=False) if default is not None \
-                else K.T_UNKNOWN
+            ty = _default_type(callee, arg, default)
         if ty.kind == K.UNKNOWN and arg.annotation is not None:
             ty = annotation_type(callee.module, arg.annotation)
         params.append(ty)
     for arg, default in zip(node.args.kwonlyargs, node.args.kw_defaults):
         ty = kwargs.get(arg.arg)
         if ty is None:
-            ty = parameter_type(callee.module, arg, default, guess_tensor=False) if default is not None \
-                else K.T_UNKNOWN
+            ty = _default_type(callee, arg, default)
         params.append(ty)
     if node.args.vararg:  # `*args`: the surplus positional arguments, one by one
         params.append(Ty(K.SEQ, ref=K.T_UNKNOWN, items=tuple(values[len(positional):])))
     return tuple(params)
+
+
+def _default_type(callee: FunctionInfo, arg: ast.arg, default: ast.expr | None) -> Ty:
+    if default is None:
+        return K.T_UNKNOWN
+    if isinstance(default, ast.Constant) and isinstance(default.value, bool):
+        return K.bool_literal(default.value)
+    return parameter_type(callee.module, arg, default, guess_tensor=False)
 
 
 def args_with_defaults(node):
