@@ -239,11 +239,13 @@ _RULES = [
     # --- performance -----------------------------------------------------------------------
     Rule("FL150", "frame-skipped", PERF,
          "Graph break inside a loop, try or generator: Dynamo gives up on the rest of the function",
-         "Dynamo cannot resume tracing in the middle of a loop body, a `try` block, a generator "
-         "expression (`any(... for ...)`, `sum(... for ...)`) or a dict comprehension. When a graph "
-         "break happens there (directly or in a function called from there), it skips the frame: "
-         "everything after runs eagerly, and later breaks in this function are not even reported. "
-         "An `nn.RNN`/`nn.GRU`/`nn.LSTM` (FL123) makes it skip the frame wherever it is used.",
+         "Dynamo cannot resume tracing in the middle of a `try` block, a generator expression "
+         "(`any(... for ...)`, `sum(... for ...)`) or a dict comprehension, nor in a loop body unless "
+         "a `return` follows the break before the loop jumps back to its head (a retry loop that "
+         "returns from its body resumes). When a graph break happens there (directly or in a "
+         "function called from there), it skips the frame: everything after runs eagerly, and later "
+         "breaks in this function are not even reported. An `nn.RNN`/`nn.GRU`/`nn.LSTM` (FL123) "
+         "makes it skip the frame wherever it is used.",
          "Fix the break inside the loop, or move the loop body into a function of its own.",
          None, None),
     # --- control flow that tracing would bake in -----------------------------------------
