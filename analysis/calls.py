@@ -139,6 +139,10 @@ NUMPY_BOOL_RESULT = {"allclose", "array_equal"}
 # always (it checks that its probabilities sum to 1 in Python).
 NUMPY_RANDOM = {"seed", "random_sample", "sample", "random", "rand", "randn", "normal", "choice", "randint",
                 "shuffle", "uniform"}
+# NumPy random generator objects: creating one in compiled code breaks (GB0294/GB0156) and so
+# does every method call on one made elsewhere (`self.rng.random()`, GB0156), measured on 2.13.
+NUMPY_GENERATOR_CLASSES = {"default_rng", "RandomState", "Generator"}
+NUMPY_GENERATOR = "numpy.random.Generator"
 NUMPY_RANDOM_SIZE_AT = {"random_sample": 0, "sample": 0, "random": 0, "uniform": 2, "normal": 2, "randint": 2}
 # NumPy calls that build an array from Python numbers; any other NumPy function of Python
 # numbers only (`np.sqrt(d)`) is constant-folded by Dynamo into a Python number.
@@ -190,6 +194,9 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
                 walker.report("FL121", node, f"`.{func.attr}()` of a sparse tensor: Dynamo cannot put sparse "
                                              "tensors in a graph")
                 return K.T_SPARSE if func.attr in ("coalesce", "to_sparse_csr", "to_sparse_csc") else K.T_TENSOR
+            if receiver.ref == NUMPY_GENERATOR:
+                walker.report("FL122", node, f"`{func.attr}()` of a NumPy random generator is not traced by Dynamo")
+                return K.T_UNKNOWN
             if receiver.ref == "random.Random":  # its methods are Python code Dynamo does not trace
                 walker.report("FL121", node, f"`random.Random.{func.attr}()` is not traceable: the graph breaks")
                 return K.T_UNKNOWN
@@ -695,6 +702,9 @@ def numpy_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: dict
         walker.report("FL122", node, f"`{dotted}`: torch._numpy has no `{namespace}`, Dynamo skips it")
         return K.T_UNKNOWN
     if namespace == "random":
+        if last in NUMPY_GENERATOR_CLASSES:
+            walker.report("FL122", node, f"`{dotted}` has no torch._numpy equivalent: Dynamo cannot trace it")
+            return Ty(K.OBJ, ref=NUMPY_GENERATOR)
         if last not in NUMPY_RANDOM:
             walker.report("FL122", node, f"`{dotted}` has no torch._numpy equivalent: Dynamo cannot trace it")
             # NumPy draws it after the break: a plain number, unless asked for an array

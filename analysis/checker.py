@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 from . import kinds as K
 from .findings import Span
-from .calls import CONTAINER_MUTATORS, RANDOM_VALUE, RETURN_TYPE_FIELDS, RNN_MODULES, evaluate_call, registered_functions
+from .calls import (CONTAINER_MUTATORS, NUMPY_GENERATOR, NUMPY_GENERATOR_CLASSES, RANDOM_VALUE, RETURN_TYPE_FIELDS,
+                    RNN_MODULES, evaluate_call, registered_functions)
 from .fixes import fix_for
 from .index import COMPILE, EXPORT, EXTERNAL_PREFIXES, TRACE, ClassInfo, FunctionInfo
 from .kinds import Ty
@@ -682,6 +683,8 @@ class FunctionWalker:
             callee = self.dotted(value.func) or ""
             if callee == "torch.Generator":
                 return K.T_GENERATOR
+            if callee.startswith("numpy.random.") and callee[13:] in NUMPY_GENERATOR_CLASSES:
+                return Ty(K.OBJ, ref=NUMPY_GENERATOR)  # `RNG = np.random.default_rng(0)`
             if callee == "logging.getLogger" or callee.endswith(".getLogger"):
                 return K.T_LOGGER
             if callee.startswith("torch.") and callee.split(".")[-1][:1].islower() \
