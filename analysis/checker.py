@@ -428,8 +428,8 @@ class FunctionWalker:
                 self.report("FL140", statement, "Setting `requires_grad` inside compiled code")
             if owner.kind == K.LOGGER:
                 self.report("FL111", statement, "Setting an attribute of a logging.Logger is not traceable")
-            if owner.kind in (K.MODULE, K.OBJ) and isinstance(owner.ref, ClassInfo) \
-                    and isinstance(target.value, ast.Name) and target.value.id == "self":
+            if owner.kind in (K.MODULE, K.OBJ) and isinstance(owner.ref, ClassInfo) and _rooted_at_self(target.value):
+                # `self.calls += 1`, `self.trainer.global_step += 1` (a state object the module holds)
                 self.store_attribute(owner.ref, target.attr, value, statement)
         elif isinstance(target, ast.Subscript):
             container = self.expr(target.value)
@@ -736,6 +736,10 @@ class FunctionWalker:
                 self.skip_frame(node, f"`{value.ref.rsplit('.', 1)[1]}` is not traced")
             return value
         if owner.kind == K.OBJ and isinstance(owner.ref, ClassInfo):  # a plain object: what __init__ stored
+            if _rooted_at_self(node.value) and not self.dead and not self.quiet:
+                key = _class_key(owner.ref), attr
+                if key not in self.stored_attributes:
+                    self.result.guarded_attributes.add(key)
             return self.module_attribute(owner, attr)
         if owner.kind == K.SHAPE:
             return K.T_OBJ
@@ -1290,6 +1294,13 @@ def _returned_def(node: ast.FunctionDef) -> ast.FunctionDef | None:
         if isinstance(statement, ast.Return) and isinstance(statement.value, ast.Name) and statement.value.id in defs:
             return defs[statement.value.id]
     return None
+
+
+def _rooted_at_self(node: ast.expr) -> bool:
+    """`self`, or an attribute chain starting at it (`self.trainer`)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id == "self"
 
 
 def _is_stub(function: FunctionInfo) -> bool:
