@@ -2,7 +2,7 @@
 # Runs the whole test suite. pytest's exit code 5 ("no tests collected") is a failure here.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pytest -q "$@"
+python3 -m pytest -q --durations=15 "$@"
 status=$?
 if [ "$status" -eq 5 ]; then
     echo "error: pytest collected no tests" >&2
