@@ -80,17 +80,33 @@ def _field_types(cls: ClassInfo) -> dict[str, Ty]:
 class _InitWalker(FunctionWalker):
     """Evaluates `__init__` only to learn what `self.<name>` holds."""
 
-    def __init__(self, analysis, function: FunctionInfo):
-        params = tuple([Ty(K.MODULE, ref=function.cls)] + [
+    def __init__(self, analysis, function: FunctionInfo, self_type: Ty | None = None, visiting=frozenset()):
+        self_type = self_type or Ty(K.MODULE, ref=function.cls)
+        params = tuple([self_type] + [
             parameter_type(function.module, arg, default, guess_tensor=False)
             for arg, default in args_with_defaults(function.node)][1:])
         super().__init__(analysis, function, "init", params, (), MAX_DEPTH)
         self.attributes: dict[str, Ty] = {}
+        self.self_type = self_type
+        self.visiting = visiting | {function}
 
     def report(self, *args, **kwargs) -> None:
         return  # __init__ runs eagerly; nothing to report
 
     def call_user(self, node, callee, args, kwargs, receiver=None) -> Ty:
+        if receiver is not None and callee.node is not None and callee not in self.visiting \
+                and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and isinstance(node.func.value, ast.Name) \
+                and node.func.value.id == "self":
+            # `self.set_timesteps(n)` in __init__: what that method stores on self counts too
+            helper = _InitWalker(self.analysis, callee, self.self_type, self.visiting)
+            helper.run()
+            self.attributes.update(helper.attributes)
+            self.result.reads.append((callee, callee.block.text))
+            self.result.reads.extend(helper.result.reads)
+        # other calls are not walked (cost); a helper's return annotation still types the attribute
+        if callee.node is not None and callee.node.returns is not None:
+            return annotation_type(callee.module, callee.node.returns)
         return K.T_UNKNOWN
 
     def assign(self, target, value, statement) -> None:
@@ -113,6 +129,8 @@ class _InitWalker(FunctionWalker):
                 and isinstance(func.value.value, ast.Name) and func.value.value.id == "self" and node.args:
             element = self.expr(node.args[0])
             current = self.attributes.get(func.value.attr)
-            if current is not None and current.kind == K.SEQ and not isinstance(current.ref, Ty):
+            empty = current is not None and (current.kind == K.SEQ and not isinstance(current.ref, Ty) or current
+                                             == Ty(K.MODULE, ref="torch.nn.ModuleList"))  # `nn.ModuleList()`
+            if empty:
                 self.attributes[func.value.attr] = K.seq_of(element)
         return super().expr_Call(node)

@@ -71,6 +71,9 @@ RANDOM_SCALAR_OPS = {"add", "sub", "mul", "div", "true_divide", "pow", "clamp", 
 SKIPPED_LIBRARIES = {"sklearn", "pandas", "networkx", "tqdm", "tabulate", "hypothesis", "xarray", "onnx",
                      "onnxruntime", "onnx_tf", "tensorflow", "tensorrt", "torch2trt", "tvm", "fx2trt_oss", "cv2",
                      "scipy", "PIL"}
+# Python-level library functions Dynamo compiles as frames of their own when eager code calls
+# them: they break inside even where the calling frame was given up.
+LIBRARY_FRAMES_TRACED = ("scipy.ndimage.", "scipy.stats.")
 TRACEABLE_LIBRARY_CALLS = {"scipy.special.softmax", "scipy.special.log_softmax"}
 STREAM_CALLS = {"sys.stdout.write", "sys.stderr.write", "sys.stdout.flush", "sys.stderr.flush"}
 AUTOGRAD_CALLS = {"torch.autograd.grad", "torch.autograd.backward"}
@@ -142,7 +145,6 @@ NUMPY_RANDOM = {"seed", "random_sample", "sample", "random", "rand", "randn", "n
 # NumPy random generator objects: creating one in compiled code breaks (GB0294/GB0156) and so
 # does every method call on one made elsewhere (`self.rng.random()`, GB0156), measured on 2.13.
 NUMPY_GENERATOR_CLASSES = {"default_rng", "RandomState", "Generator"}
-NUMPY_GENERATOR = "numpy.random.Generator"
 NUMPY_RANDOM_SIZE_AT = {"random_sample": 0, "sample": 0, "random": 0, "uniform": 2, "normal": 2, "randint": 2}
 # NumPy calls that build an array from Python numbers; any other NumPy function of Python
 # numbers only (`np.sqrt(d)`) is constant-folded by Dynamo into a Python number.
@@ -194,7 +196,7 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
                 walker.report("FL121", node, f"`.{func.attr}()` of a sparse tensor: Dynamo cannot put sparse "
                                              "tensors in a graph")
                 return K.T_SPARSE if func.attr in ("coalesce", "to_sparse_csr", "to_sparse_csc") else K.T_TENSOR
-            if receiver.ref == NUMPY_GENERATOR:
+            if receiver == K.T_NUMPY_GENERATOR:
                 walker.report("FL122", node, f"`{func.attr}()` of a NumPy random generator is not traced by Dynamo")
                 return K.T_UNKNOWN
             if receiver.ref == "random.Random":  # its methods are Python code Dynamo does not trace
@@ -427,6 +429,8 @@ def builtin_call(walker, node: ast.Call, name: str, args: list[Ty], kwargs: dict
         if _holds_tensors(first) or first.maybe_tensor:
             walker.report("FL101", node, f"{name}() over tensors tests each one's truth value")
             return K.T_DATA
+        if first.kind == K.SEQ and isinstance(first.ref, Ty) and first.ref.shape_derived:
+            return K.T_SHAPE_BOOL  # `any(s % 8 for s in x.shape[-2:])`
         return K.T_BOOL
     if name == "super" and walker.function.cls is not None:
         bases = walker.module.base_classes(walker.function.cls)
@@ -684,8 +688,11 @@ def library_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: di
     if dotted in ("functools.partial", "functools.reduce", "operator.itemgetter"):
         return K.T_UNKNOWN
     if dotted.split(".", 1)[0] in SKIPPED_LIBRARIES and dotted not in TRACEABLE_LIBRARY_CALLS:
-        walker.report("FL121", node, f"`{dotted}()` is third-party code Dynamo skips or cannot trace "
-                                     "(compiled extension): the graph breaks")
+        message = f"`{dotted}()` is third-party code Dynamo skips or cannot trace (compiled extension): the graph breaks"
+        if dotted.startswith(LIBRARY_FRAMES_TRACED):
+            walker.report_own_frame("FL121", node, message)
+        else:
+            walker.report("FL121", node, message)
         return K.T_UNKNOWN
     if dotted.startswith("einops."):
         return K.T_TENSOR
@@ -704,7 +711,7 @@ def numpy_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: dict
     if namespace == "random":
         if last in NUMPY_GENERATOR_CLASSES:
             walker.report("FL122", node, f"`{dotted}` has no torch._numpy equivalent: Dynamo cannot trace it")
-            return Ty(K.OBJ, ref=NUMPY_GENERATOR)
+            return K.T_NUMPY_GENERATOR
         if last not in NUMPY_RANDOM:
             walker.report("FL122", node, f"`{dotted}` has no torch._numpy equivalent: Dynamo cannot trace it")
             # NumPy draws it after the break: a plain number, unless asked for an array

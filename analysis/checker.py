@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from . import kinds as K
 from .findings import Span
-from .calls import (CONTAINER_MUTATORS, NUMPY_GENERATOR, NUMPY_GENERATOR_CLASSES, RANDOM_VALUE, RETURN_TYPE_FIELDS,
+from .calls import (CONTAINER_MUTATORS, NUMPY_GENERATOR_CLASSES, RANDOM_VALUE, RETURN_TYPE_FIELDS,
                     RNN_MODULES, evaluate_call, registered_functions)
 from .fixes import fix_for
 from .index import COMPILE, EXPORT, EXTERNAL_PREFIXES, TRACE, ClassInfo, FunctionInfo
@@ -129,27 +129,42 @@ class FunctionWalker:
     def report(self, code: str, node: ast.AST, message: str | None = None, span_node=None, fix=None) -> None:
         if self.dead or self.quiet:
             return
+        if not self._record(code, node, message, span_node, fix):
+            return
+        if self.dead_after_this:
+            self.die(node)
+        elif RULES[code].category == GRAPH_BREAK and self.mode == COMPILE:
+            self.resume_pending = True
+
+    def report_own_frame(self, code: str, node: ast.AST, message: str) -> None:
+        """A break inside library Python code that Dynamo compiles as a frame of its own when this
+        frame runs it eagerly (after the frame was given up): reported at the call all the same
+        (measured on 2.13: scipy.ndimage functions called in a skipped loop)."""
+        if not self.dead:
+            self.report(code, node, message)
+        elif self.mode == COMPILE and not self.quiet:
+            self._record(code, node, message, None, None)
+
+    def _record(self, code: str, node: ast.AST, message: str | None, span_node, fix) -> bool:
+        """Adds the finding (once per line and rule); False when there is nothing new to add."""
         if self.mode != COMPILE and RULES[code].category != TRACE_UNSAFE:
             code = TRACE_EQUIVALENT.get(code)
             if code is None:
-                return
+                return False
         rule = RULES[code]
         if rule.category == GRAPH_BREAK:
             self.frame_breaks()
         span = self.relative_span(span_node or node)
         key = (span.line, code)
         if key in self._seen:
-            return
+            return False
         self._seen.add(key)
         if message is None:
             message = rule.summary
         if self.mode == EXPORT and code == "FL201":
             message += " (torch.export fails on it)"
         self.result.findings.append((code, span, message, fix if self.mode == COMPILE else None))
-        if self.dead_after_this:
-            self.die(node)
-        elif rule.category == GRAPH_BREAK and self.mode == COMPILE:
-            self.resume_pending = True
+        return True
 
     def report_size_read(self, node: ast.AST, message: str) -> None:
         """Under torch.jit.trace sizes are 0-d tensors: turning one into a Python number or bool,
@@ -287,6 +302,17 @@ class FunctionWalker:
             annotation = annotation.value
         name = self.module.dotted(annotation) if annotation is not None else None
         return name is not None and name.rsplit(".", 1)[-1] in CONTAINER_ANNOTATIONS
+
+    def held_across_calls(self, node: ast.expr) -> bool:
+        """An object that outlives one call, so Dynamo guards on its attributes: `self` or an object
+        it holds (`self.trainer`), or one the compile root was passed (`schedule.step_index`)."""
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return False
+        if node.id == "self":
+            return True
+        return self.depth == 0 and node.id in _argument_names(self.function.node)
 
     def relative_span(self, node: ast.AST) -> Span:
         line = node.lineno
@@ -428,7 +454,7 @@ class FunctionWalker:
                 self.report("FL140", statement, "Setting `requires_grad` inside compiled code")
             if owner.kind == K.LOGGER:
                 self.report("FL111", statement, "Setting an attribute of a logging.Logger is not traceable")
-            if owner.kind in (K.MODULE, K.OBJ) and isinstance(owner.ref, ClassInfo) and _rooted_at_self(target.value):
+            if owner.kind in (K.MODULE, K.OBJ) and isinstance(owner.ref, ClassInfo) and self.held_across_calls(target.value):
                 # `self.calls += 1`, `self.trainer.global_step += 1` (a state object the module holds)
                 self.store_attribute(owner.ref, target.attr, value, statement)
         elif isinstance(target, ast.Subscript):
@@ -541,7 +567,8 @@ class FunctionWalker:
         # Dynamo turns `assert <tensor>` into a runtime assert (no break, measured on 2.13) —
         # but only with no message or a constant one; a computed message makes it a branch.
         if node.msg is None or isinstance(node.msg, ast.Constant):
-            if self.expr(node.test).shape_derived:
+            test = self.expr(node.test)
+            if test.shape_derived and test.ref != K.RANK:  # a rank is a plain int to the tracer
                 self.report_size_read(node, "assert on a size: the trace checks the example input's size only")
         else:
             self.test(node.test, node)
@@ -629,7 +656,8 @@ class FunctionWalker:
         elif ty.kind in (K.BOOL, K.INT, K.NUM) and ty.shape_derived:
             self.report("FL301", node, "Branch on a tensor's shape: Dynamo specializes on it and "
                                        "recompiles when an input takes the other branch")
-        elif ty.shape_derived:  # a size compared with a host value (one a break made)
+        elif ty.shape_derived and ty.kind != K.SHAPE:  # a size compared with a host value (one a break
+            # made); a shape's truth value is only its rank
             self.report_size_read(node, "Branch on a size: the trace keeps the way the example input went")
         return ty
 
@@ -684,7 +712,7 @@ class FunctionWalker:
             if callee == "torch.Generator":
                 return K.T_GENERATOR
             if callee.startswith("numpy.random.") and callee[13:] in NUMPY_GENERATOR_CLASSES:
-                return Ty(K.OBJ, ref=NUMPY_GENERATOR)  # `RNG = np.random.default_rng(0)`
+                return K.T_NUMPY_GENERATOR  # `RNG = np.random.default_rng(0)`
             if callee == "logging.getLogger" or callee.endswith(".getLogger"):
                 return K.T_LOGGER
             if callee.startswith("torch.") and callee.split(".")[-1][:1].islower() \
@@ -736,7 +764,7 @@ class FunctionWalker:
                 self.skip_frame(node, f"`{value.ref.rsplit('.', 1)[1]}` is not traced")
             return value
         if owner.kind == K.OBJ and isinstance(owner.ref, ClassInfo):  # a plain object: what __init__ stored
-            if _rooted_at_self(node.value) and not self.dead and not self.quiet:
+            if self.held_across_calls(node.value) and not self.dead and not self.quiet:
                 key = _class_key(owner.ref), attr
                 if key not in self.stored_attributes:
                     self.result.guarded_attributes.add(key)
@@ -1296,11 +1324,10 @@ def _returned_def(node: ast.FunctionDef) -> ast.FunctionDef | None:
     return None
 
 
-def _rooted_at_self(node: ast.expr) -> bool:
-    """`self`, or an attribute chain starting at it (`self.trainer`)."""
-    while isinstance(node, ast.Attribute):
-        node = node.value
-    return isinstance(node, ast.Name) and node.id == "self"
+
+
+def _argument_names(node: ast.FunctionDef) -> set[str]:
+    return {arg.arg for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]}
 
 
 def _is_stub(function: FunctionInfo) -> bool:

@@ -81,6 +81,10 @@ T_BOOL = Ty(BOOL)
 T_SHAPE_BOOL = Ty(BOOL, shape_derived=True)
 
 
+# np.random.default_rng(...) / RandomState(...): every method call on one breaks (calls.py)
+T_NUMPY_GENERATOR = Ty(OBJ, ref="numpy.random.Generator")
+
+
 def bool_literal(value: bool) -> Ty:
     """`warning=False` passed to (or defaulted in) a callee: its `if warning:` is folded."""
     return Ty(BOOL, ref=value)

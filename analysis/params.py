@@ -181,6 +181,8 @@ def annotation_type(module: ModuleIndex, node: ast.expr) -> Ty:
         return K.T_GENERATOR
     if name == "random.Random":
         return Ty(K.OBJ, ref=name)
+    if name in ("numpy.random.RandomState", "numpy.random.Generator"):
+        return K.T_NUMPY_GENERATOR
     alias = module.globals.get(name)
     if isinstance(alias, (ast.Name, ast.Attribute)) and module.dotted(alias) not in module.globals:
         return annotation_type(module, alias)  # `EdgeIndex = torch.Tensor` (one step: no alias loops)
@@ -197,6 +199,8 @@ def annotation_type(module: ModuleIndex, node: ast.expr) -> Ty:
     cls = module.resolve_class(name) if name else None
     if cls is not None:
         return Ty(K.MODULE if cls.is_module else K.OBJ, ref=cls)
+    if name.startswith("torch.nn.") and name.count(".") == 2 and name[9:10].isupper():
+        return Ty(K.MODULE, ref=name)  # `def _norm(...) -> nn.GroupNorm`
     return K.T_UNKNOWN
 
 
