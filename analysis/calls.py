@@ -119,7 +119,7 @@ TENSOR_ONLY_METHODS = {
     "abs", "exp", "sqrt", "pow", "clamp", "clip", "topk", "gather", "scatter", "masked_fill",
     "view", "reshape", "permute", "transpose", "unsqueeze", "squeeze", "flatten", "expand", "contiguous",
     "detach", "clone", "numpy", "nonzero", "unique", "eq", "ne", "gt", "lt", "ge", "le", "matmul",
-    "size", "dim", "numel",
+    "size", "dim", "numel", "backward",
 }
 # NumPy functions torch._numpy lacks (torch 2.13, NumPy 2.x): Dynamo cannot translate them (GB0294).
 NUMPY_UNSUPPORTED = {
@@ -690,7 +690,7 @@ def library_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: di
     if dotted.split(".", 1)[0] in SKIPPED_LIBRARIES and dotted not in TRACEABLE_LIBRARY_CALLS:
         message = f"`{dotted}()` is third-party code Dynamo skips or cannot trace (compiled extension): the graph breaks"
         if dotted.startswith(LIBRARY_FRAMES_TRACED):
-            walker.report_own_frame("FL121", node, message)
+            walker.report_own_frame("FL121", node, message, dotted)
         else:
             walker.report("FL121", node, message)
         return K.T_UNKNOWN

@@ -90,6 +90,7 @@ class FunctionWalker:
         # measured on 2.13, only the first break in one is reported.
         self.unresumable_depth = int(_is_generator(function))
         self.loops: list[int] = []  # len(self.position) at each enclosing loop body of the frame
+        self.own_frames: set[str] = set()  # library functions compiled as frames of their own (report_own_frame)
         self.dead = False
         self.dead_after_this = False
         self.resume_pending = False
@@ -136,13 +137,15 @@ class FunctionWalker:
         elif RULES[code].category == GRAPH_BREAK and self.mode == COMPILE:
             self.resume_pending = True
 
-    def report_own_frame(self, code: str, node: ast.AST, message: str) -> None:
+    def report_own_frame(self, code: str, node: ast.AST, message: str, function: str) -> None:
         """A break inside library Python code that Dynamo compiles as a frame of its own when this
-        frame runs it eagerly (after the frame was given up): reported at the call all the same
-        (measured on 2.13: scipy.ndimage functions called in a skipped loop)."""
+        frame runs it eagerly (after the frame was given up): reported at the first call of
+        `function` all the same (measured on 2.13: scipy.ndimage functions called in a skipped
+        loop; later calls reuse the compiled frame and report nothing)."""
         if not self.dead:
             self.report(code, node, message)
-        elif self.mode == COMPILE and not self.quiet:
+        elif self.mode == COMPILE and not self.quiet and function not in self.own_frames:
+            self.own_frames.add(function)
             self._record(code, node, message, None, None)
 
     def _record(self, code: str, node: ast.AST, message: str | None, span_node, fix) -> bool:
@@ -613,11 +616,14 @@ class FunctionWalker:
             inner = self.static_truth(node.operand)
             return None if inner is None else not inner
         if isinstance(node, ast.BoolOp):  # `if warning and align_corners:` with warning=False
-            values = [self.static_truth(value) for value in node.values]
             decisive = isinstance(node.op, ast.Or)  # the value that settles it: True for `or`
-            if decisive in values:
-                return decisive
-            return None if None in values else not decisive
+            for value in node.values:  # in evaluation order: a run-time operand before it is traced
+                truth = self.static_truth(value)
+                if truth is None:
+                    return None
+                if truth == decisive:
+                    return decisive
+            return not decisive
         if isinstance(node, ast.Name) and node.id in self.env:
             ty = self.env[node.id]
             return ty.ref if ty.kind == K.BOOL and isinstance(ty.ref, bool) else None
@@ -703,6 +709,13 @@ class FunctionWalker:
             literal = _literal_display_type(value)  # `CROP = (8, 8)`, `CFG = {"stride": (6, 6)}`
             if literal is not None:
                 return literal
+        if isinstance(value, ast.Dict) and value.values and all(isinstance(v, (ast.Name, ast.Lambda))
+                                                                for v in value.values):
+            # `DECAY_FNS = {"cosine": _cosine_decay, "linear": lambda ...}`: a lookup may give any of them
+            functions = tuple(f for f in (self.module.functions.get(v.id) for v in value.values
+                                          if isinstance(v, ast.Name)) if f is not None)
+            if functions:
+                return Ty(K.DICT, ref=Ty(K.FUNC, ref=functions))
         if isinstance(value, ast.Call):
             seeded = value.func.value if isinstance(value.func, ast.Attribute) and value.func.attr == "manual_seed" \
                 else None  # `G = torch.Generator().manual_seed(0)`
