@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vscode")]  # one code-server setup
 
 EXTENSION = Path(__file__).resolve().parents[2] / "vscode-extension"
 E2E = EXTENSION / "e2e"
