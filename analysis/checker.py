@@ -306,6 +306,13 @@ class FunctionWalker:
         name = self.module.dotted(annotation) if annotation is not None else None
         return name is not None and name.rsplit(".", 1)[-1] in CONTAINER_ANNOTATIONS
 
+    def guard_attribute(self, cls: ClassInfo, name: str) -> None:
+        """A read Dynamo guards on, unless this walk stored the attribute first."""
+        if not self.dead and not self.quiet:
+            key = _class_key(cls), name
+            if key not in self.stored_attributes:
+                self.result.guarded_attributes.add(key)
+
     def held_across_calls(self, node: ast.expr) -> bool:
         """An object that outlives one call, so Dynamo guards on its attributes: `self` or an object
         it holds (`self.trainer`), or one the compile root was passed (`schedule.step_index`)."""
@@ -457,7 +464,8 @@ class FunctionWalker:
                 self.report("FL140", statement, "Setting `requires_grad` inside compiled code")
             if owner.kind == K.LOGGER:
                 self.report("FL111", statement, "Setting an attribute of a logging.Logger is not traceable")
-            if owner.kind in (K.MODULE, K.OBJ) and isinstance(owner.ref, ClassInfo) and self.held_across_calls(target.value):
+            if owner.kind in (K.MODULE, K.OBJ) and isinstance(owner.ref, ClassInfo) \
+                    and self.held_across_calls(target.value):
                 # `self.calls += 1`, `self.trainer.global_step += 1` (a state object the module holds)
                 self.store_attribute(owner.ref, target.attr, value, statement)
         elif isinstance(target, ast.Subscript):
@@ -766,10 +774,8 @@ class FunctionWalker:
             if getter is not None and _is_property(getter):  # Dynamo inlines the getter
                 return self.call_user(node, getter, [], {}, receiver=owner)
         if owner.kind == K.MODULE:
-            if isinstance(owner.ref, ClassInfo) and not self.dead and not self.quiet:
-                key = _class_key(owner.ref), attr
-                if key not in self.stored_attributes:
-                    self.result.guarded_attributes.add(key)
+            if isinstance(owner.ref, ClassInfo):
+                self.guard_attribute(owner.ref, attr)
             value = self.module_attribute(owner, attr)
             if value.kind == K.MODULE and value.ref in RNN_MODULES and isinstance(node.ctx, ast.Load):
                 # Dynamo refuses the module where it first wraps it: at any read (`self.lstm.hidden_size`)
@@ -777,10 +783,8 @@ class FunctionWalker:
                 self.skip_frame(node, f"`{value.ref.rsplit('.', 1)[1]}` is not traced")
             return value
         if owner.kind == K.OBJ and isinstance(owner.ref, ClassInfo):  # a plain object: what __init__ stored
-            if self.held_across_calls(node.value) and not self.dead and not self.quiet:
-                key = _class_key(owner.ref), attr
-                if key not in self.stored_attributes:
-                    self.result.guarded_attributes.add(key)
+            if self.held_across_calls(node.value):
+                self.guard_attribute(owner.ref, attr)
             return self.module_attribute(owner, attr)
         if owner.kind == K.SHAPE:
             return K.T_OBJ
@@ -1350,12 +1354,14 @@ def _is_stub(function: FunctionInfo) -> bool:
     if node is None:
         return False
     for statement in node.body:
-        if isinstance(statement, ast.Pass) or isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+        value = getattr(statement, "value", None)
+        if isinstance(statement, ast.Pass) or isinstance(statement, ast.Expr) and isinstance(value, ast.Constant):
+            continue  # `pass`, a docstring, `...`
+        if isinstance(statement, ast.Return) and (value is None or isinstance(value, ast.Constant)
+                                                  and value.value is None):
             continue
-        if isinstance(statement, ast.Return) and (statement.value is None or isinstance(statement.value, ast.Constant)
-                                                  and statement.value.value is None):
-            continue
-        if isinstance(statement, ast.Raise) and statement.exc is not None and "NotImplementedError" in ast.dump(statement.exc):
+        if isinstance(statement, ast.Raise) and statement.exc is not None \
+                and "NotImplementedError" in ast.dump(statement.exc):
             continue
         return False
     return True

@@ -79,26 +79,11 @@ T_SHAPE_INT = Ty(INT, shape_derived=True)
 T_NUM = Ty(NUM)
 T_BOOL = Ty(BOOL)
 T_SHAPE_BOOL = Ty(BOOL, shape_derived=True)
-
-
-# np.random.default_rng(...) / RandomState(...): every method call on one breaks (calls.py)
-T_NUMPY_GENERATOR = Ty(OBJ, ref="numpy.random.Generator")
-
-
-def bool_literal(value: bool) -> Ty:
-    """`warning=False` passed to (or defaulted in) a callee: its `if warning:` is folded."""
-    return Ty(BOOL, ref=value)
 # A tensor's rank (`x.dim()`, `x.ndim`): Dynamo guards on it like on sizes, but under
 # torch.jit.trace it is a plain int (only sizes are traced values).
 RANK = "rank"
 T_RANK_INT = Ty(INT, shape_derived=True, ref=RANK)
 T_RANK_BOOL = Ty(BOOL, shape_derived=True, ref=RANK)
-
-
-def rank_only(*types: Ty) -> bool:
-    """Every shape-derived value among `types` is a rank (and there is one)."""
-    derived = [t for t in types if t.shape_derived]
-    return bool(derived) and all(t.ref == RANK for t in derived)
 T_DATA = Ty(DATA)
 T_SHAPE = Ty(SHAPE, shape_derived=True)
 T_DTYPE = Ty(DTYPE)
@@ -110,12 +95,25 @@ T_UNKNOWN = Ty(UNKNOWN)
 T_NDARRAY = Ty(NDARRAY)
 T_LOGGER = Ty(LOGGER)
 T_GENERATOR = Ty(OBJ, ref="torch.Generator")
+# np.random.default_rng(...) / RandomState(...): every method call on one breaks (calls.py)
+T_NUMPY_GENERATOR = Ty(OBJ, ref="numpy.random.Generator")
 T_HOOK_HANDLE = Ty(OBJ, ref="torch.utils.hooks.RemovableHandle")
 T_SPARSE = Ty(OBJ, ref="torch.sparse tensor")  # what Dynamo cannot wrap (GB0015)
 T_TENSOR_SEQ = Ty(SEQ, ref=T_TENSOR)
 T_OPTIMIZER = Ty(OBJ, ref="torch.optim.Optimizer")
 T_LR_SCHEDULER = Ty(OBJ, ref="torch.optim.lr_scheduler.LRScheduler")
 T_PARAM_GROUP = Ty(OBJ, ref="torch.optim.Optimizer.param_groups[i]")  # a dict Dynamo guards on
+
+
+def bool_literal(value: bool) -> Ty:
+    """`warning=False` passed to (or defaulted in) a callee: its `if warning:` is folded."""
+    return Ty(BOOL, ref=value)
+
+
+def rank_only(*types: Ty) -> bool:
+    """Every shape-derived value among `types` is a rank (and there is one)."""
+    derived = [t for t in types if t.shape_derived]
+    return bool(derived) and all(t.ref == RANK for t in derived)
 
 
 def is_training_object(ref) -> bool:

@@ -239,7 +239,8 @@ class Workspace:
         analysis = None
         results = []
         for root in roots:
-            key = (root.mode, root.function.module.path, root.function.qualname, root.owner and (root.owner.module.path, root.owner.name))
+            owner = root.owner and (root.owner.module.path, root.owner.name)
+            key = (root.mode, root.function.module.path, root.function.qualname, owner)
             result = self._results.get(key)
             if result is None or not self._valid(result):
                 if analysis is None:
