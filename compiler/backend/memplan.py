@@ -56,6 +56,7 @@ def plan_memory(steps: list, program) -> MemoryPlan:
     for i, step in enumerate(steps):
         for b in _reads(step):
             last_use[b] = i
+    _extend_to_views(steps, plan, last_use)
     producers = {o: s for s in steps if isinstance(s, Node) for o in s.outs if o}
     for i, step in enumerate(steps):
         if isinstance(step, Kernel):
@@ -86,6 +87,21 @@ def plan_memory(steps: list, program) -> MemoryPlan:
             plan.arena_offset[b] = offset
             live.append((last_use.get(b, i), offset, size))
     return plan
+
+
+def _extend_to_views(steps: list, plan: MemoryPlan, last_use: dict) -> None:
+    """An extern whose result may be a view of its arguments (`movedim`, `diagonal`) keeps their
+    memory alive as long as the result is read, and a graph output's view keeps it out of the
+    arena (reused on the next call). Backwards, so views of views pass it on."""
+    for step in reversed(steps):
+        if not isinstance(step, Node) or _fresh_result(step):
+            continue
+        outs = [o for o in step.outs if o]
+        end = max((last_use.get(o, -1) for o in outs), default=-1)
+        for b in step.reads():
+            last_use[b] = max(last_use.get(b, -1), end)
+            if any(o in plan.outputs for o in outs):
+                plan.outputs.add(b)
 
 
 def _plan_inplace(kernel: Kernel, i, program, plan, last_use, producers):

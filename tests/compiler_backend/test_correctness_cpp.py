@@ -264,3 +264,22 @@ def test_extern_gets_its_argument_in_the_traced_layout():
         return torch.func.functional_call(lstm, dict(zip(names, weights)), (seq,))[0]
     info = check(run, torch.randn(2, 8, 1, 5), *[p.detach() for p in lstm.parameters()], min_kernels=0)
     assert info.externs >= 1
+
+
+def test_a_view_returned_by_an_extern_keeps_its_memory_alive():
+    # Captured diag_embed calls aten.movedim, an extern returning a view of a kernel-written
+    # buffer. The row norms below have that buffer's size: the arena must not hand its memory to
+    # them while the view is still read (it did: the gathered diagonal held the norms).
+    from fuselens.compiler.capture import compile as fl_compile
+
+    def descriptor(z, pos):
+        pairwise = torch.cdist(pos, pos) + torch.eye(z.shape[-1])
+        cm = z.unsqueeze(-1) * z.unsqueeze(-2) / pairwise
+        cm = torch.where(torch.eye(z.shape[-1], dtype=torch.bool), torch.diag_embed(0.5 * z.pow(2.4)), cm)
+        order = cm.norm(dim=-1).argsort(dim=-1, descending=True)
+        return torch.gather(cm, 1, order.unsqueeze(-1).expand_as(cm))
+
+    z, pos = torch.rand(2, 5) * 8 + 1, torch.randn(2, 5, 3)
+    compiled = fl_compile(descriptor, backend="fuselens")
+    for _ in range(2):
+        torch.testing.assert_close(compiled(z, pos), descriptor(z, pos))
