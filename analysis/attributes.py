@@ -14,7 +14,7 @@ from . import kinds as K
 from .checker import MAX_DEPTH, FunctionWalker, constant_type
 from .index import ClassInfo, FunctionInfo
 from .kinds import Ty
-from .params import annotation_type, args_with_defaults, parameter_type
+from .params import annotation_type, args_with_defaults, bind_parameters, parameter_type
 
 _WEIGHTED_BASES = {"torch.nn.Linear", "torch.nn.Conv1d", "torch.nn.Conv2d", "torch.nn.Embedding",
                    "torch.nn.LayerNorm"}
@@ -50,6 +50,34 @@ def class_attributes(analysis, cls: ClassInfo) -> tuple[dict[str, Ty], list[tupl
     return attrs, reads
 
 
+def _dispatches(ty: Ty) -> bool:
+    """A value whose type decides which user code a call runs: a function, an instance of a
+    workspace class, or a container of them."""
+    if ty.kind in (K.SEQ, K.DICT):
+        return isinstance(ty.ref, Ty) and _dispatches(ty.ref)
+    return ty.kind == K.FUNC or ty.kind in (K.MODULE, K.OBJ) and ty.ref is not None and not isinstance(ty.ref, str)
+
+
+def instance_type(walker, cls: ClassInfo, args: list[Ty], kwargs: dict[str, Ty]) -> Ty:
+    """`cls(*args, **kwargs)`. When an argument is code to run (`Compose([Resize(), Flip()])`,
+    `Net(callbacks=[Clamp()])`, `Block(attn=Local())`), `__init__` is walked with the arguments
+    to learn what this instance holds; a walk of its methods then runs exactly that code."""
+    base = Ty(K.MODULE if cls.is_module else K.OBJ, ref=cls)
+    init = cls.lookup_method("__init__")
+    if init is None or init.node is None or init in walker.constructing \
+            or not any(_dispatches(ty) for ty in (*args, *kwargs.values())):
+        return base
+    instance = _InitWalker(walker.analysis, init, base, walker.constructing,
+                           bind_parameters(init, args, kwargs, base))
+    instance.run()
+    walker.result.reads.append((init, init.block.text))
+    walker.result.reads.extend(instance.result.reads)
+    class_attrs, reads = class_attributes(walker.analysis, cls)
+    walker.result.reads.extend(reads)
+    own = {name: ty for name, ty in instance.attributes.items() if class_attrs.get(name) != ty}
+    return base.but(attrs=tuple(sorted(own.items()))) if own else base
+
+
 def _unchanged(analysis, reads: list[tuple]) -> bool:
     """Each `__init__` read still stands with the same text (an edit inside one is not an
     interface change: attribute types are recomputed only for the classes that read it)."""
@@ -80,15 +108,17 @@ def _field_types(cls: ClassInfo) -> dict[str, Ty]:
 class _InitWalker(FunctionWalker):
     """Evaluates `__init__` only to learn what `self.<name>` holds."""
 
-    def __init__(self, analysis, function: FunctionInfo, self_type: Ty | None = None, visiting=frozenset()):
+    def __init__(self, analysis, function: FunctionInfo, self_type: Ty | None = None, visiting=frozenset(),
+                 params: tuple | None = None):
         self_type = self_type or Ty(K.MODULE, ref=function.cls)
-        params = tuple([self_type] + [
+        params = params or tuple([self_type] + [
             parameter_type(function.module, arg, default, guess_tensor=False)
             for arg, default in args_with_defaults(function.node)][1:])
         super().__init__(analysis, function, "init", params, (), MAX_DEPTH)
         self.attributes: dict[str, Ty] = {}
         self.self_type = self_type
         self.visiting = visiting | {function}
+        self.constructing = self.visiting  # no instance walk of an __init__ from inside itself
 
     def report(self, *args, **kwargs) -> None:
         return  # __init__ runs eagerly; nothing to report

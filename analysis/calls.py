@@ -11,7 +11,7 @@ import re
 
 from . import kinds as K
 from .fixes import fix_for
-from .index import EXTERNAL_PREFIXES, ClassInfo, FunctionInfo
+from .index import COMPILE, EXTERNAL_PREFIXES, ClassInfo, FunctionInfo
 from .kinds import Ty
 
 LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log", "fatal"}
@@ -159,6 +159,7 @@ BUILTIN_NON_TENSOR = {"isinstance": K.T_BOOL, "issubclass": K.T_BOOL, "hasattr":
 
 def evaluate_call(walker, node: ast.Call) -> Ty:
     func = node.func
+    callee_breaks = walker.callee_breaks
     args = []
     for arg in node.args:
         ty = _argument_type(walker, arg)
@@ -170,6 +171,7 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
     for kw in node.keywords:
         if kw.arg is None:
             walker.expr(kw.value)
+    arguments_broke = walker.callee_breaks > callee_breaks and walker.mode == COMPILE
 
     receiver = walker.expr(func.value) if isinstance(func, ast.Attribute) else None
     if receiver is not None and func.attr in MODULE_HOOKS and receiver.kind in (K.MODULE, K.UNKNOWN):
@@ -181,11 +183,17 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
     if receiver is not None:
         if func.attr in CONTAINER_MUTATORS:
             walker.report_state_change(func.value, node)
-        if receiver.kind in (K.OBJ, K.CLASS) and isinstance(receiver.ref, ClassInfo):
-            method = receiver.ref.lookup_method(func.attr)
-            if method is not None:
-                return walker.call_method(node, method, args, kwargs, receiver)
+        if receiver.kind == K.OBJ and type(receiver.ref) is tuple \
+                or receiver.kind in (K.OBJ, K.CLASS) and isinstance(receiver.ref, ClassInfo):  # noqa: E721
+            returns = object_method(walker, node, receiver, func.attr, args, kwargs)
+            if returns is not None:
+                return returns
         if receiver.kind == K.TENSOR:
+            if arguments_broke:
+                # measured on 2.13: the resumed code finds the bound `t.add` on the stack and
+                # cannot trace it (a bound method of a tensor it did not make): a second break
+                walker.report("FL132", node, f"`.{func.attr}()` resumes after a graph break in its arguments: "
+                                             "Dynamo calls the bound tensor method as skipped code")
             return tensor_method(walker, node, func.attr, receiver, args, kwargs)
         if receiver.kind == K.UNKNOWN and func.attr in TENSOR_ONLY_METHODS:
             return tensor_method(walker, node, func.attr, K.T_TENSOR, args, kwargs)
@@ -244,12 +252,13 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
 
     if callee is not None and callee.kind == K.FUNC:
         return call_function_value(walker, node, callee, args, kwargs)
-    if callee is not None and callee.kind == K.OBJ and isinstance(callee.ref, ClassInfo):  # `scorer(x)`
-        method = callee.ref.lookup_method("__call__")
-        if method is not None:
-            return walker.call_method(node, method, args, kwargs, callee)
+    if callee is not None and callee.kind == K.OBJ and callee.ref is not None \
+            and not isinstance(callee.ref, str):  # `scorer(x)`, `transform(x)`
+        returns = object_method(walker, node, callee, "__call__", args, kwargs)
+        if returns is not None:
+            return returns
     if callee is not None and callee.kind == K.CLASS and isinstance(callee.ref, ClassInfo):
-        return Ty(K.MODULE if callee.ref.is_module else K.OBJ, ref=callee.ref)
+        return walker.analysis.instance_type(walker, callee.ref, args, kwargs)
     if callee is not None and callee.kind == K.MODULE:
         return module_call(walker, node, callee, args, kwargs)
     if isinstance(func, ast.Name) and dotted == func.id and (callee is None or callee.kind == K.UNKNOWN):
@@ -266,7 +275,7 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
             return walker.call_user(node, function, args, kwargs)
         cls = walker.module.resolve_class(dotted)
         if cls is not None:
-            return Ty(K.MODULE if cls.is_module else K.OBJ, ref=cls)
+            return walker.analysis.instance_type(walker, cls, args, kwargs)
         return library_call(walker, node, dotted, args, kwargs)
     return K.T_UNKNOWN
 
@@ -569,9 +578,24 @@ def call_function_value(walker, node: ast.Call, callee: Ty, args: list[Ty], kwar
     if isinstance(ref, K.Wrapped):
         return walker.call_user(node, ref.function, args, kwargs, closure=ref.closure)
     if type(ref) is tuple:  # noqa: E721 (not Wrapped)
-        # a registry entry (`LOSSES[name]`): whichever function the key picks may run
-        return functools.reduce(K.join, [walker.call_user(node, f, args, kwargs) for f in ref])
+        # a registry entry (`LOSSES[name]`), a list of hooks: whichever function it is may run
+        return functools.reduce(K.join, [call_function_value(walker, node, callee.but(ref=one), args, kwargs)
+                                         for one in ref])
     return K.T_UNKNOWN
+
+
+def object_method(walker, node: ast.Call, receiver: Ty, name: str, args: list[Ty], kwargs: dict) -> Ty | None:
+    """`obj.name(...)` (`obj(...)`: `__call__`) on an instance of a workspace class, or of any of
+    several (one of a list of transforms): each one's method may run. None: a class lacks it."""
+    classes = receiver.ref if type(receiver.ref) is tuple else (receiver.ref,)  # noqa: E721
+    results = []
+    for cls in classes:
+        method = cls.lookup_method(name) if isinstance(cls, ClassInfo) else None
+        if method is None:
+            return None
+        one = receiver if len(classes) == 1 else Ty(receiver.kind, ref=cls)
+        results.append(walker.call_method(node, method, args, kwargs, one))
+    return functools.reduce(K.join, results)
 
 
 # --- modules -----------------------------------------------------------------------------------

@@ -68,6 +68,8 @@ class Evaluation:
 class FunctionWalker:
     """Walks one function body in one context."""
 
+    constructing: frozenset = frozenset()  # `__init__`s being walked for an instance's attributes
+
     def __init__(self, analysis, function: FunctionInfo, mode: str, params: tuple, chain, depth):
         self.analysis = analysis
         self.function = function
@@ -95,6 +97,7 @@ class FunctionWalker:
         self.dead_after_this = False
         self.resume_pending = False
         self.break_count = 0  # graph breaks so far in this frame
+        self.callee_breaks = 0  # of which at calls of user functions that break (FL132)
         self.quiet = 0  # > 0 inside code Dynamo traces only on unusual paths (except handlers)
         self._seen: set = set()
         self.current_statement: ast.stmt | None = None
@@ -717,13 +720,10 @@ class FunctionWalker:
             literal = _literal_display_type(value)  # `CROP = (8, 8)`, `CFG = {"stride": (6, 6)}`
             if literal is not None:
                 return literal
-        if isinstance(value, ast.Dict) and value.values and all(isinstance(v, (ast.Name, ast.Lambda))
-                                                                for v in value.values):
-            # `DECAY_FNS = {"cosine": _cosine_decay, "linear": lambda ...}`: a lookup may give any of them
-            functions = tuple(f for f in (self.module.functions.get(v.id) for v in value.values
-                                          if isinstance(v, ast.Name)) if f is not None)
-            if functions:
-                return Ty(K.DICT, ref=Ty(K.FUNC, ref=functions))
+        if isinstance(value, (ast.Tuple, ast.List, ast.Dict)):
+            # `HOOKS = [scale, report]`, `DECAY_FNS = {"cosine": _cosine, "linear": lambda ...}`,
+            # `TRANSFORMS = (Flip(), Crop(8))`: an element may be any of the known ones
+            return self.module_value(value)
         if isinstance(value, ast.Call):
             seeded = value.func.value if isinstance(value.func, ast.Attribute) and value.func.attr == "manual_seed" \
                 else None  # `G = torch.Generator().manual_seed(0)`
@@ -745,7 +745,36 @@ class FunctionWalker:
                 return Ty(K.OBJ, ref=callee)
             cls = self.module.resolve_class(callee) if callee else None
             if cls is not None:  # a module-level instance of a workspace class
-                return Ty(K.MODULE if cls.is_module else K.OBJ, ref=cls)
+                return self.module_value(value)
+        return K.T_UNKNOWN
+
+    def module_value(self, node: ast.expr, depth: int = 0) -> Ty:
+        """A module-level value made of constants, functions, displays and instances of workspace
+        classes (`PIPELINE = Compose([Resize(8), Report()])`), evaluated without a scope."""
+        if depth > 8:
+            return K.T_UNKNOWN
+        if isinstance(node, ast.Constant):
+            return literal_type(node.value)
+        if isinstance(node, ast.Name):
+            function = self.module.functions.get(node.id)
+            if function is not None:
+                return Ty(K.FUNC, ref=function)
+            value = self.module.globals.get(node.id)
+            return self.module_value(value, depth + 1) if value is not None else K.T_UNKNOWN
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            types = [self.module_value(element, depth + 1) for element in node.elts]
+            known = [ty for ty in types if ty.kind != K.UNKNOWN]
+            return Ty(K.SEQ, ref=functools.reduce(K.join, known) if known else None,
+                      items=tuple(types) if isinstance(node, ast.Tuple) else None)
+        if isinstance(node, ast.Dict):
+            known = [ty for ty in (self.module_value(v, depth + 1) for v in node.values) if ty.kind != K.UNKNOWN]
+            return Ty(K.DICT, ref=functools.reduce(K.join, known) if known else None)
+        if isinstance(node, ast.Call):
+            cls = self.module.resolve_class(self.dotted(node.func) or "")
+            if cls is not None:
+                args = [self.module_value(arg, depth + 1) for arg in node.args]
+                kwargs = {kw.arg: self.module_value(kw.value, depth + 1) for kw in node.keywords if kw.arg}
+                return self.analysis.instance_type(self, cls, args, kwargs)
         return K.T_UNKNOWN
 
     def dotted(self, node: ast.expr) -> str | None:
@@ -815,6 +844,9 @@ class FunctionWalker:
         if attr == "training":
             return K.T_BOOL
         cls = owner.ref
+        for name, ty in owner.attrs or ():
+            if name == attr:
+                return ty
         if isinstance(cls, ClassInfo):
             attrs, reads = self.analysis.class_attributes(cls)
             self.result.reads.extend(reads)
@@ -903,10 +935,12 @@ class FunctionWalker:
             return K.Ty(K.SHAPE, shape_derived=any(t.shape_derived for t in types))
         if types and all(t == types[0] for t in types):
             element = types[0]
-        elif types and all(t.kind == K.MODULE for t in types):  # `[nn.Conv2d(...), nn.GroupNorm(...)]`
-            element = functools.reduce(K.join, types)
-        else:
+        elif types and all(t.kind == types[0].kind for t in types) and types[0].kind in (K.MODULE, K.OBJ, K.FUNC):
+            element = functools.reduce(K.join, types)  # `[nn.Conv2d(...), nn.GroupNorm(...)]`, `[Flip(), Crop()]`
+        elif types:
             element = K.T_TENSOR if any(t.maybe_tensor for t in types) else K.T_UNKNOWN
+        else:
+            element = None  # no elements yet: a join with a filled sequence takes its elements
         return Ty(K.SEQ, ref=element, items=tuple(types) if isinstance(node, ast.Tuple) else None)
 
     expr_List = expr_Tuple
@@ -963,9 +997,9 @@ class FunctionWalker:
                             tensor.integer and (other.integer or other.kind == K.INT))
         if left.kind == K.NDARRAY or right.kind == K.NDARRAY:
             return K.T_NDARRAY
-        if left.kind == K.SEQ and right.kind == K.SEQ and K.T_UNKNOWN in (left.ref, right.ref):
-            known = right if left.ref == K.T_UNKNOWN else left  # `layers = []; layers += [nn.Conv2d(...)]`
-            if isinstance(known.ref, Ty) and known.ref.kind == K.MODULE:
+        if left.kind == K.SEQ and right.kind == K.SEQ and {left.ref, right.ref} & {K.T_UNKNOWN, None}:
+            known = right if left.ref in (K.T_UNKNOWN, None) else left  # `layers = []; layers += [nn.Conv2d()]`
+            if isinstance(known.ref, Ty) and known.ref.kind in (K.MODULE, K.OBJ, K.FUNC):
                 return K.seq_of(known.ref)
         if left.kind == K.SEQ or right.kind == K.SEQ:
             return left if left.kind == K.SEQ else right
@@ -1161,6 +1195,7 @@ class FunctionWalker:
             return returns
         if breaks and self.mode == COMPILE and not self.dead:
             self.frame_breaks()  # inlining stops at the callee's break: the break is at this call
+            self.callee_breaks += 1
             if self.dead_after_this:
                 self.die(node)
             else:

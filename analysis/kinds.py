@@ -41,6 +41,9 @@ class Ty(NamedTuple):
     ref: object = None
     shape_derived: bool = False  # INT/BOOL computed from a tensor's sizes (recompile-relevant)
     items: tuple | None = None  # SEQ: per-position types of a tuple/list display
+    # MODULE/OBJ of one workspace class: (name, Ty) pairs, sorted, of what this instance's
+    # constructor arguments stored (`Compose([Resize(), Normalize()])`), over the class's own
+    attrs: tuple | None = None
 
     @property
     def is_tensor(self) -> bool:
@@ -148,10 +151,28 @@ def sized_by_shape(iterable: Ty) -> bool:
 
 
 def _alternatives(a, b) -> tuple | None:
-    """The classes a module may be (`self.mix = A() if c else B()`): calls try each."""
+    """The classes a module or object may be (`self.mix = A() if c else B()`, a list of
+    transforms), or the functions a callable may be: calls try each."""
     if a is None or b is None:
         return None
-    return tuple(dict.fromkeys([*(a if isinstance(a, tuple) else (a,)), *(b if isinstance(b, tuple) else (b,))]))
+    return tuple(dict.fromkeys([*(a if type(a) is tuple else (a,)), *(b if type(b) is tuple else (b,))]))
+
+
+def _element_join(a, b):
+    """Element types of two sequences (or dicts) merged; None is an empty display's."""
+    if a is None or b is None:
+        return a if b is None else b
+    return join(a, b) if isinstance(a, Ty) and isinstance(b, Ty) else None
+
+
+def _ref_join(kind: str, a, b):
+    if a == b:
+        return a
+    if kind in (SEQ, DICT):
+        return _element_join(a, b)
+    if kind in (MODULE, FUNC) or kind == OBJ and not isinstance(a, str) and not isinstance(b, str):
+        return _alternatives(a, b)
+    return None
 
 
 def join(a: Ty, b: Ty) -> Ty:
@@ -165,10 +186,10 @@ def join(a: Ty, b: Ty) -> Ty:
     if a.kind == b.kind:
         items = tuple(join(x, y) for x, y in zip(a.items, b.items)) \
             if a.items is not None and b.items is not None and len(a.items) == len(b.items) else None
-        ref = a.ref if a.ref == b.ref else _alternatives(a.ref, b.ref) if a.kind == MODULE else None
-        return Ty(a.kind, optional=a.optional or b.optional, ref=ref,
+        return Ty(a.kind, optional=a.optional or b.optional, ref=_ref_join(a.kind, a.ref, b.ref),
                   shape_derived=a.shape_derived or b.shape_derived, zero_dim=a.zero_dim and b.zero_dim,
-                  boolean=a.boolean and b.boolean, integer=a.integer and b.integer, items=items)
+                  boolean=a.boolean and b.boolean, integer=a.integer and b.integer, items=items,
+                  attrs=a.attrs if a.attrs == b.attrs else None)
     if {a.kind, b.kind} <= {INT, NUM, BOOL}:
         return Ty(NUM, shape_derived=a.shape_derived or b.shape_derived)
     return T_UNKNOWN

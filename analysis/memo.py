@@ -17,7 +17,7 @@ import ast
 from dataclasses import dataclass
 
 from . import kinds as K
-from .attributes import class_attributes
+from .attributes import class_attributes, instance_type
 from .calls import CONTAINER_MUTATORS
 from .checker import CONTAINER_ANNOTATIONS, MAX_DEPTH, UNKNOWN_OUTCOME, FunctionWalker, constant_type, decorated
 from .findings import CallSite, Finding, Fix, Span
@@ -79,6 +79,9 @@ class Analysis:
 
     def class_attributes(self, cls: ClassInfo):
         return class_attributes(self, cls)
+
+    def instance_type(self, walker, cls: ClassInfo, args: list, kwargs: dict):
+        return instance_type(walker, cls, args, kwargs)
 
     def evaluate(self, function: FunctionInfo, mode: str, params: tuple, chain: tuple, depth: int):
         """Walks `function` (or reuses a memoised walk); returns (return type, breaks?, attributes

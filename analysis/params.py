@@ -237,6 +237,8 @@ def _default_type(callee: FunctionInfo, arg: ast.arg, default: ast.expr | None) 
         return K.T_UNKNOWN
     if isinstance(default, ast.Constant) and isinstance(default.value, bool):
         return K.bool_literal(default.value)
+    if isinstance(default, ast.Constant) and default.value is None:
+        return K.T_NONE  # not passed: it is None (`generator=None` draws from the global generator)
     return parameter_type(callee.module, arg, default, guess_tensor=False)
 
 

@@ -236,6 +236,14 @@ _RULES = [
          "result, the call cannot be traced.",
          "Stack the candidates and use `torch.argmin`/`torch.argmax`.",
          "GB0193", "invalid call to builtin op handler"),
+    Rule("FL132", "method-resumed-after-break", GRAPH_BREAK,
+         "Tensor method call resumes after a graph break in its arguments",
+         "Python looks up `t.method` before it evaluates the arguments. When a function called in an "
+         "argument graph-breaks (`t.copy_(helper(x))`), Dynamo resumes with the bound method already "
+         "on the stack, and a bound method of a tensor it did not create there is code it cannot "
+         "trace: the call is a second break.",
+         "Call the function first and pass its result: `y = helper(x)` then `t.copy_(y)`.",
+         "GB0007", "Attempted to call function marked as skipped"),
     # --- performance -----------------------------------------------------------------------
     Rule("FL150", "frame-skipped", PERF,
          "Graph break inside a loop, try or generator: Dynamo gives up on the rest of the function",

@@ -345,3 +345,42 @@ def test_decorator_wrappers_and_registries_follow_edits():
                            "    return (pred - target).abs().mean().item()") == [
         (18, "FL121", "timed.wrapper"), (25, "FL102", "l1")]
     assert session.replace("@torch.compile\n@timed\n", "@torch.compile\n") == [(25, "FL102", "l1")]
+
+
+PIPELINE = textwrap.dedent('''\
+    import torch
+
+
+    class Shout:
+        def __call__(self, x):
+            print(x)
+            return x
+
+
+    class Compose:
+        def __init__(self, transforms):
+            self.transforms = list(transforms)
+
+        def __call__(self, x):
+            for t in self.transforms:
+                x = t(x)
+            return x
+
+
+    PIPE = Compose([Shout()])
+
+
+    @torch.compile
+    def run(x):
+        return PIPE(x)
+    ''')
+
+
+def test_instance_attributes_follow_the_constructor_they_came_from():
+    # PIPE holds a Shout because Compose.__init__ stored its argument: editing that __init__
+    # (not the root, not Shout) changes what run() reaches.
+    session = Session(PIPELINE)
+    assert found(session.report) == [(6, "FL110", "Shout.__call__"), (16, "FL150", "Compose.__call__")]
+    assert session.replace("self.transforms = list(transforms)", "self.transforms = []") == []
+    assert session.replace("self.transforms = []", "self.transforms = list(transforms)") == [
+        (6, "FL110", "Shout.__call__"), (16, "FL150", "Compose.__call__")]

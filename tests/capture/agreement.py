@@ -170,10 +170,26 @@ def explain_difference(kind: str, line: int, rule: str, source_line: str, reason
         if rule == "FL000" and "tolist" in context.previous_lines(line):
             return ("Dynamo cannot iterate what .tolist() made in its resume function (GB4347); capture "
                     "iterates the Python list, guarded")
+        if "gb0007" in note and _method_call_with_call_argument(text.partition("#")[0]):
+            return ("Dynamo resumes after a break inside a method call's arguments with the bound tensor method "
+                    "on its stack and cannot trace it (GB0007); capture calls the method normally")
         if re.match(r"^[\w.]+\.\w+ = ", text):
             return ("capture replays an attribute store on any Python object (guarded, in order); Dynamo "
                     "supports setattr/hasattr only on types it models (not e.g. logging.Logger: GB0467/GB0150)")
     return None
+
+
+def _method_call_with_call_argument(code: str) -> bool:
+    """`t.copy_(helper(x))`: a method call one of whose arguments calls something."""
+    import ast
+    try:
+        tree = ast.parse(code.strip().removeprefix("return "))
+    except SyntaxError:
+        return False
+    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+               and any(isinstance(inner, ast.Call) for arg in [*node.args, *(k.value for k in node.keywords)]
+                       for inner in ast.walk(arg))
+               for node in ast.walk(tree))
 
 
 class Context:
