@@ -668,8 +668,8 @@ class FunctionWalker:
             self.report("FL101", node, self._branch_message(node, statement), fix=fix)
         elif ty.kind == K.NDARRAY:  # Dynamo traces arrays as tensors: the same data-dependent branch
             self.report("FL101", node, self._branch_message(node, statement))
-        elif ty.ref == K.RANK and self.mode != COMPILE:
-            pass  # the tracer sees a plain int
+        elif ty.ref == K.RANK:
+            pass  # the tracer sees a plain int; Dynamo recompiles only for another rank, not another size
         elif ty.kind in (K.BOOL, K.INT, K.NUM) and ty.shape_derived:
             self.report("FL301", node, "Branch on a tensor's shape: Dynamo specializes on it and "
                                        "recompiles when an input takes the other branch")
