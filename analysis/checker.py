@@ -670,7 +670,7 @@ class FunctionWalker:
             self.report("FL101", node, self._branch_message(node, statement))
         elif ty.ref == K.RANK:
             pass  # the tracer sees a plain int; Dynamo recompiles only for another rank, not another size
-        elif ty.kind in (K.BOOL, K.INT, K.NUM) and ty.shape_derived:
+        elif ty.kind in (K.BOOL, K.INT, K.NUM) and ty.shape_derived and not _raises(statement):
             self.report("FL301", node, "Branch on a tensor's shape: Dynamo specializes on it and "
                                        "recompiles when an input takes the other branch")
         elif ty.shape_derived and ty.kind != K.SHAPE:  # a size compared with a host value (one a break
@@ -1208,6 +1208,11 @@ class FunctionWalker:
             if annotated.kind != K.UNKNOWN:
                 return annotated
         return returns
+
+
+def _raises(statement) -> bool:
+    """`if L < 3: raise ValueError(...)`: the other way is an error, not another specialization."""
+    return isinstance(statement, ast.If) and bool(statement.body) and isinstance(statement.body[-1], ast.Raise)
 
 
 def _returns_before_looping(positions: list[tuple[list, int]]) -> bool:
