@@ -577,11 +577,20 @@ def call_function_value(walker, node: ast.Call, callee: Ty, args: list[Ty], kwar
         return walker.call_method(node, ref.function, args, kwargs, ref.receiver)
     if isinstance(ref, K.Wrapped):
         return walker.call_user(node, ref.function, args, kwargs, closure=ref.closure)
+    if isinstance(ref, K.Partial):
+        return call_function_value(walker, node, ref.function, [*ref.args, *args], {**dict(ref.kwargs), **kwargs})
     if type(ref) is tuple:  # noqa: E721 (not Wrapped)
         # a registry entry (`LOSSES[name]`), a list of hooks: whichever function it is may run
         return functools.reduce(K.join, [call_function_value(walker, node, callee.but(ref=one), args, kwargs)
                                          for one in ref])
     return K.T_UNKNOWN
+
+
+def partial_of(args: list[Ty], kwargs: dict[str, Ty]) -> Ty:
+    """`functools.partial(fn, ...)` of a workspace function (the calls it makes are followed)."""
+    if not args or args[0].kind != K.FUNC:
+        return K.T_UNKNOWN
+    return Ty(K.FUNC, ref=K.Partial(args[0], tuple(args[1:]), tuple(sorted(kwargs.items()))))
 
 
 def object_method(walker, node: ast.Call, receiver: Ty, name: str, args: list[Ty], kwargs: dict) -> Ty | None:
@@ -610,8 +619,10 @@ def module_method(walker, node: ast.Call, name: str, receiver: Ty, args: list[Ty
         return module_call(walker, node, attribute, args, kwargs)
     if attribute.kind == K.FUNC:  # `self.hook = fn` / `self.step = self._advance` in __init__
         return call_function_value(walker, node, attribute, args, kwargs)
-    if name in ("parameters", "named_parameters", "buffers", "children", "modules"):
-        return K.seq_of(K.T_TENSOR if "param" in name or "buffer" in name else Ty(K.MODULE))
+    if name in ("parameters", "buffers", "children", "modules",
+                "named_parameters", "named_buffers", "named_children", "named_modules"):
+        element = K.T_TENSOR if "param" in name or "buffer" in name else Ty(K.MODULE)
+        return K.seq_of(Ty(K.SEQ, items=(K.T_STR, element)) if name.startswith("named_") else element)
     if name == "forward":
         return module_call(walker, node, receiver, args, kwargs)
     if name in ("register_buffer", "register_parameter"):
@@ -709,7 +720,9 @@ def library_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: di
     if head in SKIPPED_MODULES:
         walker.report("FL121", node, f"`{dotted}()` is implemented in C: Dynamo skips it and the graph breaks")
         return K.T_UNKNOWN
-    if dotted in ("functools.partial", "functools.reduce", "operator.itemgetter"):
+    if dotted == "functools.partial":
+        return partial_of(args, kwargs)
+    if dotted in ("functools.reduce", "operator.itemgetter"):
         return K.T_UNKNOWN
     if dotted.split(".", 1)[0] in SKIPPED_LIBRARIES and dotted not in TRACEABLE_LIBRARY_CALLS:
         message = f"`{dotted}()` is third-party code Dynamo skips or cannot trace (compiled extension): the graph breaks"
@@ -768,6 +781,10 @@ def numpy_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: dict
     return K.T_NDARRAY
 
 
+# Factories whose positional arguments are sizes or bounds (a tensor there is read on the host).
+SIZED_BY_ARGUMENTS = {"arange", "zeros", "ones", "empty", "rand", "randn", "eye", "randperm"}
+
+
 def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
     if dotted in SPARSE_CONSTRUCTORS:
         walker.report("FL121", node, f"`{dotted}` is skipped by Dynamo: the graph breaks")
@@ -824,6 +841,10 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
         if name in ("equal", "allclose", "is_nonzero"):
             walker.report("FL104", node, f"`{dotted}` returns a Python bool computed from tensor data")
             return K.T_DATA
+        if name in SIZED_BY_ARGUMENTS and any(ty.is_tensor for ty in args):
+            # measured on 2.13: `torch.arange(lengths.max())` reads the value to size the result (GB0033)
+            walker.report("FL104", node, f"`{dotted}` sized by a tensor's value needs that value on the host")
+            return K.tensor(False, False, name in ("arange", "randperm", "randint"))
         if name == "tensor_split" and len(args) > 1 and args[1].maybe_tensor:
             walker.report("FL104", node, f"`{dotted}` at tensor indices needs their values on the host")
             return K.T_TENSOR_SEQ

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from . import kinds as K
 from .findings import Span
 from .calls import (CONTAINER_MUTATORS, NUMPY_GENERATOR_CLASSES, RANDOM_VALUE, RETURN_TYPE_FIELDS,
-                    RNN_MODULES, evaluate_call, registered_functions)
+                    RNN_MODULES, evaluate_call, partial_of, registered_functions)
 from .fixes import fix_for
 from .index import COMPILE, EXPORT, EXTERNAL_PREFIXES, TRACE, ClassInfo, FunctionInfo
 from .kinds import Ty
@@ -35,6 +35,10 @@ GLOBAL_CONTAINERS = {"list", "dict", "collections.defaultdict", "collections.Ord
 
 # Python values Dynamo guards on by value (a module attribute holding one is a constant of the graph).
 PYTHON_VALUES = {K.INT, K.NUM, K.BOOL, K.STR, K.DATA}
+
+# What `isinstance(x, T)` makes x inside the branch.
+NARROWED_TYPES = {"list": K.seq_of(K.T_UNKNOWN), "tuple": K.seq_of(K.T_UNKNOWN), "dict": Ty(K.DICT, ref=K.T_UNKNOWN),
+                  "str": K.T_STR, "int": K.T_NUM, "float": K.T_NUM, "bool": K.T_BOOL, "torch.Tensor": K.T_TENSOR}
 
 # Graph-break rule → what the same construct means under torch.jit.trace / torch.export.
 TRACE_EQUIVALENT = {"FL101": "FL201", "FL102": "FL202", "FL103": "FL202", "FL104": "FL202",
@@ -495,11 +499,26 @@ class FunctionWalker:
             return
         self.test(node.test, node)
         before = dict(self.env)
+        narrowed = self.isinstance_narrowing(node.test)
+        if narrowed is not None:  # `elif isinstance(speakers, (list, tuple)):` — not a tensor in there
+            self.env[narrowed[0]] = narrowed[1]
         self.block(node.body)
         after_body = self.env
         self.env = dict(before)
         self.block(node.orelse)
         self.env = _merge(after_body, self.env)
+
+    def isinstance_narrowing(self, test: ast.expr) -> tuple[str, Ty] | None:
+        """(name, type) that `isinstance(name, T)` guarantees inside its branch, for T a builtin
+        container or scalar type or torch.Tensor."""
+        if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance"
+                and len(test.args) == 2 and isinstance(test.args[0], ast.Name)):
+            return None
+        classes = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+        types = [NARROWED_TYPES.get(self.dotted(c) or "") for c in classes]
+        if not types or None in types:
+            return None
+        return test.args[0].id, functools.reduce(K.join, types)
 
     def stmt_While(self, node: ast.While) -> None:
         self.test(node.test, node)  # the loop header resumes fine: not "inside" the loop
@@ -770,11 +789,17 @@ class FunctionWalker:
             known = [ty for ty in (self.module_value(v, depth + 1) for v in node.values) if ty.kind != K.UNKNOWN]
             return Ty(K.DICT, ref=functools.reduce(K.join, known) if known else None)
         if isinstance(node, ast.Call):
-            cls = self.module.resolve_class(self.dotted(node.func) or "")
+            dotted = self.dotted(node.func) or ""
+            args = [self.module_value(arg, depth + 1) for arg in node.args]
+            kwargs = {kw.arg: self.module_value(kw.value, depth + 1) for kw in node.keywords if kw.arg}
+            cls = self.module.resolve_class(dotted)
             if cls is not None:
-                args = [self.module_value(arg, depth + 1) for arg in node.args]
-                kwargs = {kw.arg: self.module_value(kw.value, depth + 1) for kw in node.keywords if kw.arg}
                 return self.analysis.instance_type(self, cls, args, kwargs)
+            if dotted == "functools.partial":
+                return partial_of(args, kwargs)
+            made = made_by_factory(self.module, node, lambda value: self.module_value(value, depth + 1))
+            if made is not None:  # `make_logger("train")`: the def it returns, closing over the arguments
+                return Ty(K.FUNC, ref=made)
         return K.T_UNKNOWN
 
     def dotted(self, node: ast.expr) -> str | None:
@@ -1296,17 +1321,27 @@ def decorated(function: FunctionInfo, argument_type) -> K.Wrapped | None:
     return inner if inner.function is not function else None
 
 
+def made_by_factory(module, call: ast.Call, argument_type) -> K.Wrapped | None:
+    """`make_logger("train")`, `@timed("fwd")`: the def a workspace function returns, closing over
+    the call's arguments (typed by `argument_type`)."""
+    factory = _workspace_function(module, call.func)
+    node = _returned_def(factory.node) if factory is not None and factory.node is not None else None
+    if node is None:
+        return None
+    positional = [*factory.node.args.posonlyargs, *factory.node.args.args]
+    closure = [(arg.arg, argument_type(value)) for arg, value in zip(positional, call.args)]
+    closure += [(kw.arg, argument_type(kw.value)) for kw in call.keywords if kw.arg]
+    made = FunctionInfo(f"{factory.qualname}.{node.name}", factory.block, factory.module, None, _node=node)
+    return K.Wrapped(made, (CLOSURE,) + tuple(sorted(closure, key=lambda item: item[0])))
+
+
 def _wrap(module, decorator: ast.expr, inner: K.Wrapped, argument_type) -> K.Wrapped | None:
     closure = []
     if isinstance(decorator, ast.Call):  # a factory: `@timed("fwd")` → deco → wrapper
-        factory = _workspace_function(module, decorator.func)
-        deco_node = _returned_def(factory.node) if factory is not None and factory.node is not None else None
-        if deco_node is None:
+        made = made_by_factory(module, decorator, argument_type)
+        if made is None:
             return None
-        positional = [*factory.node.args.posonlyargs, *factory.node.args.args]
-        closure += [(arg.arg, argument_type(value)) for arg, value in zip(positional, decorator.args)]
-        deco = FunctionInfo(f"{factory.qualname}.{deco_node.name}", factory.block, factory.module, None,
-                            _node=deco_node)
+        deco, closure = made.function, list(made.closure[1:])
     else:
         deco = _workspace_function(module, decorator)
     wrapper_node = _returned_def(deco.node) if deco is not None and deco.node is not None else None

@@ -65,6 +65,15 @@ class Wrapped(NamedTuple):
     closure: tuple
 
 
+class Partial(NamedTuple):
+    """The `ref` of a FUNC value made by `functools.partial(fn, *args, **kwargs)`: calling it calls
+    `function` (a FUNC value) with these arguments first."""
+
+    function: Ty
+    args: tuple
+    kwargs: tuple  # sorted (name, Ty) pairs
+
+
 class Bound(NamedTuple):
     """The `ref` of a FUNC value that is a method read off an instance (`self._advance` kept in
     a list of callbacks): calling it runs `function` with `receiver` as `self`."""

@@ -1,8 +1,10 @@
-"""Code reached through containers of callables: transform pipelines, hook lists, callbacks
-handed to a constructor, modules injected into a block."""
+"""Code reached through containers of callables: transform pipelines, hook lists (functions,
+closures made by factories, functools.partial), callbacks handed to a constructor, modules
+injected into a block."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from functools import partial
 
 
 class Transform:
@@ -156,6 +158,58 @@ class SparseStack(nn.Module):
         return self.block(x).sum()
 
 
+def make_scaler(factor):
+    def scale(x):
+        return x * factor
+    return scale
+
+
+def make_tagged_logger(tag):
+    def log(x):
+        print(tag, x.sum())  # expect: FL000 GB0059
+        return x
+    return log
+
+
+def shift_above(x, threshold):
+    if x.mean() > threshold:  # expect: FL000 GB0170
+        return x - threshold
+    return x
+
+
+FACTORY_HOOKS = [make_scaler(2.0), make_tagged_logger("stage")]
+PURE_FACTORY_HOOKS = [make_scaler(0.5), make_scaler(3.0)]
+PARTIAL_HOOKS = [partial(shift_above, threshold=0.5)]
+
+
+@torch.compile
+def apply_factory_hooks(x):
+    for hook in FACTORY_HOOKS:
+        x = hook(x)
+    return x
+
+
+@torch.compile
+def apply_pure_factory_hooks(x):
+    for hook in PURE_FACTORY_HOOKS:
+        x = hook(x)
+    return x
+
+
+@torch.compile
+def apply_partial_hooks(x):
+    for hook in PARTIAL_HOOKS:
+        x = hook(x)
+    return x
+
+
+@torch.compile
+def apply_local_partial(x):
+    clamp_low = partial(torch.clamp, min=-1.0)
+    shift = partial(shift_above, threshold=2.0)
+    return shift(clamp_low(x))
+
+
 CASES = {
     "noisy": lambda: (apply_noisy, (torch.randn(3, 4),)),
     "quiet": lambda: (apply_quiet, (torch.randn(3, 4),)),
@@ -164,4 +218,8 @@ CASES = {
     "guarded": lambda: (GuardedModel(), (torch.randn(3, 4),)),
     "smooth": lambda: (SmoothStack(), (torch.randn(2, 3, 5),)),
     "sparse": lambda: (SparseStack(), (torch.randn(2, 3, 5),)),
+    "factory_hooks": lambda: (apply_factory_hooks, (torch.randn(3, 4),)),
+    "pure_factory_hooks": lambda: (apply_pure_factory_hooks, (torch.randn(3, 4),)),
+    "partial_hooks": lambda: (apply_partial_hooks, (torch.randn(3, 4),)),
+    "local_partial": lambda: (apply_local_partial, (torch.randn(3, 4),)),
 }
