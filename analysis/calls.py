@@ -242,6 +242,11 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
                 return K.seq_of(K.T_DATA)
             return K.T_NDARRAY
         if receiver.kind == K.SEQ and func.attr in ("append", "extend", "insert"):
+            if isinstance(func.value, ast.Name) and func.value.id in walker.env and args:
+                # `history = []; history.append(idx)`: the list now holds what was appended
+                added = args[-1] if func.attr != "extend" else walker.element_type(args[0])
+                held = receiver.ref if isinstance(receiver.ref, Ty) else None
+                walker.env[func.value.id] = receiver.but(ref=K.join(held, added) if held else added, items=None)
             return K.T_NONE
         if receiver.kind == K.DICT:
             return dict_method(func.attr, receiver)

@@ -118,7 +118,7 @@ class FunctionWalker:
             params = params[:-1]
         args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
         for arg, ty in zip(args, params):
-            self.env[arg.arg] = ty
+            self.env[arg.arg] = self.global_default(ty.ref) if isinstance(ty.ref, K.GlobalDefault) else ty
         if node.args.vararg:  # bound by bind_parameters after the named ones; a root's: tensors
             self.env[node.args.vararg.arg] = params[len(args)] if len(params) > len(args) else K.T_TENSOR_SEQ
         if node.args.kwarg:
@@ -731,6 +731,11 @@ class FunctionWalker:
             return self.global_type(name)
         return K.T_UNKNOWN
 
+    def global_default(self, default: K.GlobalDefault) -> Ty:
+        function = self.module.functions.get(default.name)
+        value = Ty(K.FUNC, ref=function) if function is not None else self.global_type(default.name)
+        return value if value.kind != K.UNKNOWN else default.fallback
+
     def global_type(self, name: str) -> Ty:
         value = self.module.globals[name]
         if isinstance(value, ast.Constant):
@@ -1195,7 +1200,10 @@ class FunctionWalker:
             # This part of the frame runs eagerly: Dynamo compiles the callee as a frame of its
             # own, whose arguments are inputs (measured on 2.13: a 0-d index tensor passed in is
             # indexed in the graph, while one made by iterating a tensor is read on the host).
-            params = root_parameters(callee)
+            # Python values passed in stay what they are (Dynamo specializes on them).
+            bound, guessed = bind_parameters(callee, args, kwargs, receiver), root_parameters(callee)
+            params = tuple(g if b.kind in (K.UNKNOWN, K.TENSOR) else b for b, g in zip(bound, guessed)) \
+                + bound[len(guessed):]
             if receiver is not None:
                 params = (receiver, *params[1:])
         else:

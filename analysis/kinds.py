@@ -74,6 +74,15 @@ class Partial(NamedTuple):
     kwargs: tuple  # sorted (name, Ty) pairs
 
 
+class GlobalDefault(NamedTuple):
+    """The `ref` of an UNKNOWN parameter type whose default is a module-level name
+    (`hooks=DEFAULT_HOOKS`, `cfg=DEFAULT_CONFIG`): the walk gives the parameter that global's
+    type, or `fallback` (the annotation's) when it has none."""
+
+    name: str
+    fallback: Ty
+
+
 class Bound(NamedTuple):
     """The `ref` of a FUNC value that is a method read off an instance (`self._advance` kept in
     a list of callbacks): calling it runs `function` with `receiver` as `self`."""

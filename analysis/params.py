@@ -38,7 +38,7 @@ def root_parameters(function: FunctionInfo, owner=None) -> tuple:
     for arg, default in zip(node.args.kwonlyargs, node.args.kw_defaults):
         params.append(parameter_type(function.module, arg, default, guess_tensor=True))
     names = [arg.arg for arg in [*args, *node.args.kwonlyargs]]
-    guessed = {name for name, ty in zip(names, params) if ty.kind in (K.NUM, K.UNKNOWN)}
+    guessed = {name for name, ty in zip(names, params) if ty.kind in (K.NUM, K.UNKNOWN) and ty.ref is None}
     if guessed and _may_use(function.block.text, guessed):
         key = (function.segment, frozenset(guessed))
         used = _usage_cache.get(key)
@@ -115,6 +115,9 @@ def _used_as_tensors(node: ast.AST, names: set[str]) -> set[str]:
 
 
 def parameter_type(module: ModuleIndex, arg: ast.arg, default, guess_tensor: bool) -> Ty:
+    if isinstance(default, ast.Name) and (default.id in module.globals or default.id in module.functions):
+        fallback = annotation_type(module, arg.annotation) if arg.annotation is not None else K.T_UNKNOWN
+        return Ty(K.UNKNOWN, ref=K.GlobalDefault(default.id, fallback))
     if arg.annotation is not None:
         annotated = annotation_type(module, arg.annotation)
         if annotated.kind != K.UNKNOWN:
