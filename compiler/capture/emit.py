@@ -262,6 +262,9 @@ class EmitMixin:
 
     def new_epoch(self, pure):
         self.fallback_seen = True
+        # Python code ran: a tensor seen before may now sit elsewhere (`path.reverse()` moved the
+        # items of a list), so one read from now on is a new import, through the source it is read by
+        self.tracer.imported.clear()
         self.resume_state = self.snapshot()
         if not pure:  # Python code ran: outside state, tensor metadata, global state: check again
             self.impure = True

@@ -861,6 +861,18 @@ def fallback_rebinds_an_aliased_argument(x):
     return z * x
 
 
+@case((r(5), [torch.tensor([3, 0, 4, 1, 2]), torch.tensor([1, 1, 0, 4, 3]), torch.tensor([2, 4, 4, 0, 1])]))
+def fallback_reorders_a_list_of_tensors(scores, history):
+    # Viterbi backtracking: each index read is a fallback, then `path.reverse()` (Python) moves
+    # the tensors the trace has seen to other positions; the next region must read them where
+    # they are now, not where they were first imported
+    path = [scores.argmax()]
+    for idx in reversed(history):
+        path.append(idx[path[-1]])
+    path.reverse()
+    return torch.stack(path)
+
+
 class _EncoderOnIntermediate(nn.Module):
     """torch's own layer rebinds `x = src` around a fallback (its fast-path check breaks)."""
 
