@@ -9,6 +9,7 @@ checked once: an edit inside `__init__` recomputes only the classes that read it
 from __future__ import annotations
 
 import ast
+import re
 
 from . import kinds as K
 from .checker import MAX_DEPTH, FunctionWalker, constant_type
@@ -38,6 +39,16 @@ def class_attributes(analysis, cls: ClassInfo) -> tuple[dict[str, Ty], list[tupl
     if set(cls.bases) & _WEIGHTED_BASES:
         attrs.update({"weight": K.T_TENSOR, "bias": K.T_TENSOR.but(optional=True)})
     attrs.update(_field_types(cls))
+    inherited = next((base.lookup_method("__init__") for base in cls.module.base_classes(cls)
+                      if base.lookup_method("__init__") is not None), None)
+    if inherited is not None and inherited.node is not None and _calls_overrides(inherited, cls):
+        # SRNet.__init__ stores `self.body = self.build_body(cfg)`: for a subclass overriding
+        # build_body, the body is what the override builds
+        reads.append((inherited, inherited.block.text))
+        walker = _InitWalker(analysis, inherited, Ty(K.MODULE if cls.is_module else K.OBJ, ref=cls))
+        walker.run()
+        attrs.update(walker.attributes)
+        reads.extend(walker.result.reads)
     init = cls.methods.get("__init__")
     if init is not None:
         reads.append((init, init.block.text))
@@ -48,6 +59,14 @@ def class_attributes(analysis, cls: ClassInfo) -> tuple[dict[str, Ty], list[tupl
             reads.extend(walker.result.reads)  # other classes' attributes that __init__ used
     reads[:] = dict.fromkeys(reads)
     return attrs, reads
+
+
+_SELF_CALL = re.compile(r"\bself\.(\w+)\(")
+
+
+def _calls_overrides(init: FunctionInfo, cls: ClassInfo) -> bool:
+    """An inherited `__init__` calls, on self, a method `cls` overrides."""
+    return any(name in cls.methods for name in _SELF_CALL.findall(init.block.text))
 
 
 def _dispatches(ty: Ty) -> bool:
@@ -134,6 +153,8 @@ class _InitWalker(FunctionWalker):
             self.attributes.update(helper.attributes)
             self.result.reads.append((callee, callee.block.text))
             self.result.reads.extend(helper.result.reads)
+            if helper.result.returns.kind not in (K.UNKNOWN, K.NONE):  # `self.body = self.build_body(cfg)`
+                return helper.result.returns
         # other calls are not walked (cost); a helper's return annotation still types the attribute
         if callee.node is not None and callee.node.returns is not None:
             return annotation_type(callee.module, callee.node.returns)

@@ -174,6 +174,11 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
     arguments_broke = walker.callee_breaks > callee_breaks and walker.mode == COMPILE
 
     receiver = walker.expr(func.value) if isinstance(func, ast.Attribute) else None
+    if receiver is not None and receiver.kind in (K.MODULE, K.OBJ) and isinstance(receiver.ref, ClassInfo) \
+            and _is_super_call(func.value) and isinstance(walker.env.get("self"), Ty):
+        method = receiver.ref.lookup_method(func.attr)
+        if method is not None:  # `super().forward(x)`: the base's method, run on this object (its overrides)
+            return walker.call_method(node, method, args, kwargs, walker.env["self"])
     if receiver is not None and func.attr in MODULE_HOOKS and receiver.kind in (K.MODULE, K.UNKNOWN):
         walker.report("FL129", node, f"`{func.attr}()` inside compiled code: Dynamo cannot install a hook")
         return K.T_HOOK_HANDLE
@@ -564,6 +569,10 @@ def tensor_method(walker, node: ast.Call, name: str, receiver: Ty, args: list[Ty
         boolean, integer = False, False
     zero = (name in K.FULL_REDUCTIONS and not has_dim) or (receiver.zero_dim and name in K.LAYOUT_PRESERVING)
     return K.tensor(zero, boolean, integer)
+
+
+def _is_super_call(node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
 
 
 def _argument_type(walker, arg: ast.expr) -> Ty:
