@@ -198,7 +198,8 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
                 # measured on 2.13: the resumed code finds the bound `t.add` on the stack and
                 # cannot trace it (a bound method of a tensor it did not make): a second break
                 walker.report("FL132", node, f"`.{func.attr}()` resumes after a graph break in its arguments: "
-                                             "Dynamo calls the bound tensor method as skipped code")
+                                             "Dynamo calls the bound tensor method as skipped code",
+                              fix=fix_for("FL132", walker, None, node))
             return tensor_method(walker, node, func.attr, receiver, args, kwargs)
         if receiver.kind == K.UNKNOWN and func.attr in TENSOR_ONLY_METHODS:
             return tensor_method(walker, node, func.attr, K.T_TENSOR, args, kwargs)

@@ -5,12 +5,15 @@
 - an `if` on a tensor that picks one of two tensors (assignment or return), or a
   conditional expression → `torch.where(cond, a, b)` (both sides are evaluated, so only
   side-effect-free branches qualify);
-- `t.item()` used as an operand next to a tensor → `t` (stays a 0-d tensor).
+- `t.item()` used as an operand next to a tensor → `t` (stays a 0-d tensor);
+- a tensor method whose argument calls a function that breaks → the argument computed into a
+  local on the line before (Dynamo then resumes without the bound method on its stack).
 Spans are relative to the function's def line, like findings (see checker.Evaluation).
 """
 from __future__ import annotations
 
 import ast
+import re
 
 from .findings import Fix, Span, TextEdit
 from .source import _split_lines
@@ -26,6 +29,8 @@ def fix_for(code: str, walker, statement, node) -> Fix | None:
             return _where_fix(walker, statement, node)
         if code == "FL102":
             return _drop_item_fix(walker, node)
+        if code == "FL132":
+            return _hoist_argument_fix(walker, node)
     except (IndexError, ValueError):
         return None  # positions we cannot map back exactly: offer no fix rather than a wrong one
     return None
@@ -144,6 +149,39 @@ def _drop_item_fix(walker, call: ast.Call) -> Fix | None:
     owner = call.func.value
     span = _span(walker, owner.end_lineno, owner.end_col_offset, call.end_lineno, call.end_col_offset)
     return Fix("Keep it a 0-d tensor (drop .item())", (TextEdit(span, ""),))
+
+
+def _hoist_argument_fix(walker, call: ast.Call) -> Fix | None:
+    """`self.w.copy_(helper(x))` → `w_value = helper(x)` on the line before, then
+    `self.w.copy_(w_value)`: the bound method is no longer on the stack during the break. Only
+    for a receiver that is a name or attribute chain (reading it later changes nothing) and one
+    argument that calls something."""
+    statement = walker.current_statement
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+    calling = [arg for arg in [*call.args, *(k.value for k in call.keywords)]
+               if any(isinstance(inner, ast.Call) for inner in ast.walk(arg))]
+    if receiver is None or len(calling) != 1 or not isinstance(statement, (ast.Expr, ast.Assign, ast.Return)) \
+            or not _owns_lines(walker, statement) or not _plain_reference(receiver):
+        return None
+    argument = calling[0]
+    base = receiver.attr if isinstance(receiver, ast.Attribute) else receiver.id
+    taken = set(re.findall(r"\w+", walker.function.block.text))
+    name = next(candidate for candidate in (f"{base}_value{n or ''}" for n in range(1000)) if candidate not in taken)
+    indent = " " * statement.col_offset
+    lines = _lines(walker)
+    line = lines[statement.lineno - 1]
+    start = Span(_rel(walker, statement.lineno), _char(line, statement.col_offset),
+                 _rel(walker, statement.lineno), _char(line, statement.col_offset))
+    hoisted = TextEdit(start, f"{name} = {_segment(walker, argument)}\n{indent}")
+    replaced = TextEdit(_span(walker, argument.lineno, argument.col_offset, argument.end_lineno,
+                              argument.end_col_offset), name)
+    return Fix("Compute the argument before the method call", (hoisted, replaced))
+
+
+def _plain_reference(node: ast.expr) -> bool:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
 
 
 def apply_edits(text: str, edits) -> str:

@@ -63,6 +63,16 @@ CASES = {
         def f(x, y):
             return x * y.sum().item() + 1
         """, "FL102", 2),
+    "hoist_argument": ("""
+        import torch
+        def shout(t):
+            print("norm", float(t.norm()))
+            return t * 2
+        @torch.compile
+        def f(x, y):
+            out = x.add(shout(y), alpha=0.5)
+            return out
+        """, "FL132", 2),
 }
 
 
