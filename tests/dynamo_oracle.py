@@ -206,6 +206,22 @@ def _dynamo_logs():
 
 
 @contextlib.contextmanager
+def _no_root_handlers():
+    """The fixture's log records reach only the handlers it installs itself: a runner's root
+    handler (pytest's log capture) would format them, and `%.3f` of a tensor while tracing is a
+    host conversion the same fixture does not make when the oracle runs on its own."""
+    root = logging.getLogger()
+    saved = list(root.handlers)
+    for handler in saved:
+        root.removeHandler(handler)
+    try:
+        yield
+    finally:
+        for handler in saved:
+            root.addHandler(handler)
+
+
+@contextlib.contextmanager
 def _one_thread():
     """The fixtures' tensors are tiny: intra-op threads only cost time (more so on a busy box)."""
     import torch
@@ -398,7 +414,7 @@ def observe(path: Path) -> FileResult:
 
     covered_fns, covered_types, executed = set(), set(), {}
     mutations = _mutation_sites(path.read_text())
-    with _dynamo_logs() as sink, _one_thread(), warnings.catch_warnings():
+    with _dynamo_logs() as sink, _no_root_handlers(), _one_thread(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for name, make in cases.items():
             try:

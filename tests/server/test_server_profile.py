@@ -285,11 +285,17 @@ async def test_on_save_profiles_again_only_when_opted_in(client, profile, model)
         client.protocol.notify("fuselens/setWorkspaceTrust", {"trusted": True})
         refreshes = client.refreshes["codeLens"]
         client.text_document_did_save(save)
-        await until(lambda: client.refreshes["codeLens"] > refreshes, timeout=120,
+
+        def reports():
+            return [r for t in set(client.progress_reports) - known for r in client.progress_reports[t]]
+
+        # wait for the profile itself: under load, the refresh that follows the settings change can
+        # arrive after `refreshes` was read and pass for the profile's
+        await until(lambda: any("Capturing f" in (getattr(r, "message", "") or "") for r in reports())
+                    and any(getattr(r, "kind", "") == "end" for r in reports()), timeout=120,
                     message="the on-save profile")
+        await until(lambda: client.refreshes["codeLens"] > refreshes, timeout=30,
+                    message="the lens refresh after the on-save profile")
     finally:
         client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
             settings={"fuselens": {"execution": {"onSave": False}}}))
-    new = [token for token in set(client.progress_reports) - known]
-    assert new and any("Capturing f" in (getattr(r, "message", "") or "") for t in new
-                       for r in client.progress_reports[t])
