@@ -213,7 +213,14 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
             if receiver == K.T_NUMPY_GENERATOR:
                 walker.report("FL122", node, f"`{func.attr}()` of a NumPy random generator is not traced by Dynamo")
                 return K.T_UNKNOWN
-            if receiver.ref == "random.Random":  # its methods are Python code Dynamo does not trace
+            if receiver.ref.startswith("datetime."):  # measured on 2.13: t.timetuple() GB0156, t.hour traces
+                walker.report("FL121", node, f"`{receiver.ref}.{func.attr}()` is not traceable: the graph breaks")
+                return K.T_UNKNOWN
+            if receiver.ref == "random.Random":
+                if func.attr in RANDOM_VALUE_CALLS or func.attr == "random":
+                    # measured on 2.13: traced like the module's functions (a graph input)
+                    return Ty(K.TENSOR, zero_dim=True, ref=RANDOM_VALUE)
+                # sample/shuffle/choice are Python code Dynamo does not trace
                 walker.report("FL121", node, f"`random.Random.{func.attr}()` is not traceable: the graph breaks")
                 return K.T_UNKNOWN
             if receiver.ref == GENERATOR:
@@ -727,6 +734,8 @@ def library_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: di
                   shape_derived=shape)
     if head in ("numpy", "np") or dotted.startswith("numpy."):
         return numpy_call(walker, node, dotted, args, kwargs)
+    if dotted == "random.Random":
+        return Ty(K.OBJ, ref=dotted)
     if head == "random" and last[:1].islower():
         if last in RANDOM_VALUE_CALLS:
             return Ty(K.TENSOR, zero_dim=True, ref=RANDOM_VALUE)

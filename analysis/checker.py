@@ -1151,6 +1151,8 @@ class FunctionWalker:
             return K.T_SHAPE_INT if iterable.shape_derived else K.T_INT
         if iterable.kind == K.MODULE and iterable.ref == "torch.nn.ModuleList":
             return Ty(K.MODULE)
+        if iterable.kind == K.NDARRAY:  # Dynamo traces arrays as tensors: so are their rows and items
+            return K.T_NDARRAY
         return K.T_UNKNOWN
 
     def expr_Call(self, node: ast.Call) -> Ty:

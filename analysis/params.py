@@ -182,10 +182,12 @@ def annotation_type(module: ModuleIndex, node: ast.expr) -> Ty:
         return K.T_NUM
     if name == "torch.Generator":
         return K.T_GENERATOR
-    if name == "random.Random":
+    if name == "random.Random" or name in ("datetime.datetime", "datetime.date", "datetime.time"):
         return Ty(K.OBJ, ref=name)
     if name in ("numpy.random.RandomState", "numpy.random.Generator"):
         return K.T_NUMPY_GENERATOR
+    if name == "numpy.ndarray":
+        return K.T_NDARRAY
     alias = module.globals.get(name)
     if isinstance(alias, (ast.Name, ast.Attribute)) and module.dotted(alias) not in module.globals:
         return annotation_type(module, alias)  # `EdgeIndex = torch.Tensor` (one step: no alias loops)
