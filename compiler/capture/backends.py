@@ -95,6 +95,13 @@ class FuseLensBackend(_AtenGraphBackend):
             return run, (f"eager: create_graph=True at line {region.create_graph_line} differentiates through "
                          "it twice, which AOT-compiled backward graphs cannot")
 
+        rnn = next((n for n in region.gm.graph.nodes if n.op == "call_function"
+                    and "rnn" in getattr(n.target, "__name__", "")), None)
+        if rnn is not None:
+            run, _ = super().compile_autograd(region, example_inputs)
+            return run, (f"eager: {rnn.target} saves a workspace for its backward whose size the traced graph "
+                         "does not know (the fake kernel gives it none)")
+
         def boxed(g, example):
             return make_boxed_func(compile_graph(g, example))
         try:  # traces the joint graph now, on fake copies of the inputs

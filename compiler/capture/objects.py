@@ -134,6 +134,16 @@ class ObjectMixin:
             return self.call(type(obj).__getitem__, [obj, key], {}, None)
         if type(key) is TVar and t in (list, tuple, dict, str):
             raise Break("tensor used as a Python index", "FL104")
+        if isinstance(obj, (dict, list)) and id(obj) in self.sources and type(key) in (int, str):
+            # a defaultdict/OrderedDict from outside (kept as the object itself): what it holds is
+            # read from outside too, so a store into it is deferred like any other, never done
+            # with a traced value (`self.history[name].append(v)`)
+            source = self.sources[id(obj)]
+            if isinstance(obj, dict):
+                if key not in obj:  # a defaultdict's __missing__ inserts: Python runs it
+                    raise Break(f"a missing key of a {t.__name__} from outside the function")
+                self.guards_now().contains(source, key, True)
+            return self.ext(obj[key], ItemSource(source, key))
         return obj[key]
 
     def setitem_(self, obj, key, value, node):

@@ -4,6 +4,7 @@ Calls come in sequence on one compiled object: the first captures, later ones ch
 (reuse or recapture) and data-dependent branches taking the other side ("flips")."""
 from __future__ import annotations
 
+import collections
 import logging
 import math
 import random
@@ -871,6 +872,24 @@ def fallback_reorders_a_list_of_tensors(scores, history):
         path.append(idx[path[-1]])
     path.reverse()
     return torch.stack(path)
+
+
+class _MetricHistory:
+    def __init__(self):
+        self.history = collections.defaultdict(list)
+
+    def __call__(self, name, value):
+        self.history[name].append(value.detach())
+
+
+@case((A, [_MetricHistory()]), (A, [_MetricHistory()]))
+def callback_appends_to_a_defaultdict(x, callbacks):
+    # the callback's defaultdict comes from outside: a value stored in it must be the real
+    # tensor, never a traced stand-in (`history["loss"]` runs __missing__ on the first call)
+    loss = (x * 2).sum()
+    for callback in callbacks:
+        callback("loss", loss)
+    return loss + 1
 
 
 class _EncoderOnIntermediate(nn.Module):
