@@ -130,8 +130,9 @@ class _InitWalker(FunctionWalker):
     def __init__(self, analysis, function: FunctionInfo, self_type: Ty | None = None, visiting=frozenset(),
                  params: tuple | None = None):
         self_type = self_type or Ty(K.MODULE, ref=function.cls)
-        params = params or tuple([self_type] + [
-            parameter_type(function.module, arg, default, guess_tensor=False)
+        params = params or tuple([self_type] + [  # `hooks=None` left out of a construction is None
+            K.T_NONE if isinstance(default, ast.Constant) and default.value is None
+            else parameter_type(function.module, arg, default, guess_tensor=False)
             for arg, default in args_with_defaults(function.node)][1:])
         super().__init__(analysis, function, "init", params, (), MAX_DEPTH)
         self.attributes: dict[str, Ty] = {}

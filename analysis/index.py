@@ -145,6 +145,9 @@ class Root:
     # The class whose instance is `self`, when it only inherits `function` (a subclass that
     # overrides the methods its base's forward calls): the pass dispatches on it.
     owner: "ClassInfo | None" = None
+    # A trace/export root: how many positional example inputs the call gives (the parameters
+    # after those keep their defaults while tracing); None when unknown or not a trace root.
+    passed: int | None = None
 
 
 @dataclass(eq=False)
@@ -493,37 +496,50 @@ def _find_root_calls(index: ModuleIndex, block: Block, statement: ast.stmt) -> N
             continue
         if mode is None or not node.args:
             continue
+        passed = _example_count(node) if mode != COMPILE else None
         subject = _module_itself(node.args[0])
         if isinstance(subject, ast.Call):
             class_name = index.dotted(subject.func)
             if class_name:
-                _add_module_root(index, class_name, mode)
+                _add_module_root(index, class_name, mode, passed)
             continue
         name = index.dotted(subject)
         if name is None:
             continue
         if isinstance(subject, ast.Name) and subject.id in instances:
-            _add_module_root(index, instances[subject.id], mode)
+            _add_module_root(index, instances[subject.id], mode, passed)
         elif name.endswith(".forward") and name.rsplit(".", 1)[0].split(".")[-1] in instances:
-            _add_module_root(index, instances[name.rsplit(".", 1)[0].split(".")[-1]], mode)
+            _add_module_root(index, instances[name.rsplit(".", 1)[0].split(".")[-1]], mode, passed)
         else:
             function = index.resolve_function(name)
             if function is not None:
-                index.roots.append(Root(mode, function))
+                index.roots.append(Root(mode, function, passed=passed))
             else:
-                _add_module_root(index, name, mode)
+                _add_module_root(index, name, mode, passed)
 
 
-def _add_module_root(index: ModuleIndex, class_name: str, mode: str) -> None:
+def _example_count(call: ast.Call) -> int | None:
+    """`torch.jit.trace(model, (x, lengths))` → 2; `torch.jit.trace(model, x)` → 1. A starred
+    part (`(chunk, *state)`) is taken to fill required parameters only: the count is of the rest."""
+    example = call.args[1] if len(call.args) > 1 else next(
+        (k.value for k in call.keywords if k.arg in ("example_inputs", "args")), None)
+    if example is None:
+        return None
+    if isinstance(example, (ast.Tuple, ast.List)):
+        return sum(not isinstance(e, ast.Starred) for e in example.elts)
+    return 1 if isinstance(example, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)) else None
+
+
+def _add_module_root(index: ModuleIndex, class_name: str, mode: str, passed: int | None = None) -> None:
     cls = index.resolve_class(class_name)
     if cls is not None:
         forward = cls.lookup_method("forward")
         if forward is not None:
-            index.roots.append(_module_root(mode, cls, forward))
+            index.roots.append(_module_root(mode, cls, forward, passed))
 
 
-def _module_root(mode: str, cls: ClassInfo, forward: FunctionInfo) -> Root:
-    return Root(mode, forward, None if forward.cls is cls else cls)
+def _module_root(mode: str, cls: ClassInfo, forward: FunctionInfo, passed: int | None = None) -> Root:
+    return Root(mode, forward, None if forward.cls is cls else cls, passed)
 
 
 def _assigned_name(statement: ast.stmt, call: ast.Call) -> str | None:

@@ -45,7 +45,8 @@ class Analysis:
         self.generation = generation  # of the Workspace's indexes (attributes.py)
         self.registries: dict = {}  # (module path, dict name) → what decorators registered in it (calls.py)
 
-    def run_root(self, mode: str, function: FunctionInfo, owner: ClassInfo | None = None) -> RootResult:
+    def run_root(self, mode: str, function: FunctionInfo, owner: ClassInfo | None = None,
+                 passed: int | None = None) -> RootResult:
         self._returns: dict = {}  # key → (returns, breaks), in this pass
         self._active: set = set()  # keys being walked (recursion)
         self._collected: set = set()
@@ -56,7 +57,7 @@ class Analysis:
         if mode != SCRIPT and function.node is not None:
             wrapper = decorated(function, constant_type) if function.node.decorator_list else None
             if wrapper is None:
-                self.evaluate(function, mode, root_parameters(function, owner), (), 0)
+                self.evaluate(function, mode, root_parameters(function, owner, passed), (), 0)
             else:  # `@torch.compile` over `@timed(...)`: what is compiled is the wrapper
                 params = bind_parameters(wrapper.function, list(root_parameters(function, owner)), {}, None)
                 self.evaluate(wrapper.function, mode, params + (wrapper.closure,), (), 0)

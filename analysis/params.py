@@ -23,16 +23,20 @@ OPTIMIZER_PARAM_NAME = re.compile(r"(?:\w+_)?(?:opt|optim|optimizer)(?:_?[A-Z]|_
 SCHEDULER_PARAM_NAME = re.compile(r"(?:\w+_)?(?:scheduler|sched)")
 
 
-def root_parameters(function: FunctionInfo, owner=None) -> tuple:
+def root_parameters(function: FunctionInfo, owner=None, passed: int | None = None) -> tuple:
     """Types of a root's parameters: annotations, defaults, names; otherwise a tensor.
-    `self` is an instance of `owner` when given (a subclass inheriting the method)."""
+    `self` is an instance of `owner` when given (a subclass inheriting the method). `passed`: a
+    trace root's example inputs fill that many parameters; the others keep their defaults."""
     node = function.node
     args = [*node.args.posonlyargs, *node.args.args]
     defaults = [None] * (len(args) - len(node.args.defaults)) + list(node.args.defaults)
     params = []
+    method = function.cls is not None and bool(args) and args[0].arg in ("self", "cls")
     for index, (arg, default) in enumerate(zip(args, defaults)):
-        if index == 0 and function.cls is not None and arg.arg in ("self", "cls"):
+        if index == 0 and method:
             params.append(Ty(K.MODULE, ref=owner or function.cls))
+        elif passed is not None and default is not None and index - method >= passed:
+            params.append(_default_type(function, arg, default))
         else:
             params.append(parameter_type(function.module, arg, default, guess_tensor=True))
     for arg, default in zip(node.args.kwonlyargs, node.args.kw_defaults):

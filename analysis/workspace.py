@@ -240,12 +240,12 @@ class Workspace:
         results = []
         for root in roots:
             owner = root.owner and (root.owner.module.path, root.owner.name)
-            key = (root.mode, root.function.module.path, root.function.qualname, owner)
+            key = (root.mode, root.function.module.path, root.function.qualname, owner, root.passed)
             result = self._results.get(key)
             if result is None or not self._valid(result):
                 if analysis is None:
                     analysis = Analysis(self.config, self.memo, self, self.epoch, self.generation)
-                result = self._results[key] = analysis.run_root(root.mode, root.function, root.owner)
+                result = self._results[key] = analysis.run_root(root.mode, root.function, root.owner, root.passed)
             results.append(result)
         return results
 
