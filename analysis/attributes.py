@@ -39,24 +39,17 @@ def class_attributes(analysis, cls: ClassInfo) -> tuple[dict[str, Ty], list[tupl
     if set(cls.bases) & _WEIGHTED_BASES:
         attrs.update({"weight": K.T_TENSOR, "bias": K.T_TENSOR.but(optional=True)})
     attrs.update(_field_types(cls))
-    inherited = next((base.lookup_method("__init__") for base in cls.module.base_classes(cls)
-                      if base.lookup_method("__init__") is not None), None)
+    inherited = next(filter(None, (base.lookup_method("__init__") for base in cls.module.base_classes(cls))), None)
     if inherited is not None and inherited.node is not None and _calls_overrides(inherited, cls):
         # SRNet.__init__ stores `self.body = self.build_body(cfg)`: for a subclass overriding
         # build_body, the body is what the override builds
-        reads.append((inherited, inherited.block.text))
-        walker = _InitWalker(analysis, inherited, Ty(K.MODULE if cls.is_module else K.OBJ, ref=cls))
-        walker.run()
-        attrs.update(walker.attributes)
-        reads.extend(walker.result.reads)
+        attrs.update(_walk_init(analysis, inherited, reads, Ty(K.MODULE if cls.is_module else K.OBJ, ref=cls)).attributes)
     init = cls.methods.get("__init__")
     if init is not None:
-        reads.append((init, init.block.text))
         if init.node is not None:
-            walker = _InitWalker(analysis, init)
-            walker.run()
-            attrs.update(walker.attributes)
-            reads.extend(walker.result.reads)  # other classes' attributes that __init__ used
+            attrs.update(_walk_init(analysis, init, reads).attributes)
+        else:
+            reads.append((init, init.block.text))  # look again once it parses
     reads[:] = dict.fromkeys(reads)
     return attrs, reads
 
@@ -86,15 +79,23 @@ def instance_type(walker, cls: ClassInfo, args: list[Ty], kwargs: dict[str, Ty])
     if init is None or init.node is None or init in walker.constructing \
             or not any(_dispatches(ty) for ty in (*args, *kwargs.values())):
         return base
-    instance = _InitWalker(walker.analysis, init, base, walker.constructing,
-                           bind_parameters(init, args, kwargs, base))
-    instance.run()
-    walker.result.reads.append((init, init.block.text))
-    walker.result.reads.extend(instance.result.reads)
+    instance = _walk_init(walker.analysis, init, walker.result.reads, base, walker.constructing,
+                          bind_parameters(init, args, kwargs, base))
     class_attrs, reads = class_attributes(walker.analysis, cls)
     walker.result.reads.extend(reads)
     own = {name: ty for name, ty in instance.attributes.items() if class_attrs.get(name) != ty}
     return base.but(attrs=tuple(sorted(own.items()))) if own else base
+
+
+def _walk_init(analysis, init: FunctionInfo, reads: list, self_type: Ty | None = None, visiting=frozenset(),
+               params: tuple | None = None) -> "_InitWalker":
+    """Walks `init` (or a method it calls on self) for what it stores on self; `init` and the
+    other classes' `__init__`s the walk read go to `reads`."""
+    walker = _InitWalker(analysis, init, self_type, visiting, params)
+    walker.run()
+    reads.append((init, init.block.text))
+    reads.extend(walker.result.reads)
+    return walker
 
 
 def _unchanged(analysis, reads: list[tuple]) -> bool:
@@ -149,11 +150,8 @@ class _InitWalker(FunctionWalker):
                 and isinstance(node.func.value, ast.Name) \
                 and node.func.value.id == "self":
             # `self.set_timesteps(n)` in __init__: what that method stores on self counts too
-            helper = _InitWalker(self.analysis, callee, self.self_type, self.visiting)
-            helper.run()
+            helper = _walk_init(self.analysis, callee, self.result.reads, self.self_type, self.visiting)
             self.attributes.update(helper.attributes)
-            self.result.reads.append((callee, callee.block.text))
-            self.result.reads.extend(helper.result.reads)
             if helper.result.returns.kind not in (K.UNKNOWN, K.NONE):  # `self.body = self.build_body(cfg)`
                 return helper.result.returns
         # other calls are not walked (cost); a helper's return annotation still types the attribute

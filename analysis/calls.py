@@ -188,8 +188,7 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
     if receiver is not None:
         if func.attr in CONTAINER_MUTATORS:
             walker.report_state_change(func.value, node)
-        if receiver.kind == K.OBJ and type(receiver.ref) is tuple \
-                or receiver.kind in (K.OBJ, K.CLASS) and isinstance(receiver.ref, ClassInfo):  # noqa: E721
+        if receiver.kind in (K.OBJ, K.CLASS):  # of a workspace class (else: None, and on below)
             returns = object_method(walker, node, receiver, func.attr, args, kwargs)
             if returns is not None:
                 return returns
@@ -270,8 +269,7 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
 
     if callee is not None and callee.kind == K.FUNC:
         return call_function_value(walker, node, callee, args, kwargs)
-    if callee is not None and callee.kind == K.OBJ and callee.ref is not None \
-            and not isinstance(callee.ref, str):  # `scorer(x)`, `transform(x)`
+    if callee is not None and callee.kind == K.OBJ:  # `scorer(x)`, `transform(x)`
         returns = object_method(walker, node, callee, "__call__", args, kwargs)
         if returns is not None:
             return returns

@@ -168,10 +168,7 @@ def _hoist_argument_fix(walker, call: ast.Call) -> Fix | None:
     taken = set(re.findall(r"\w+", walker.function.block.text))
     name = next(candidate for candidate in (f"{base}_value{n or ''}" for n in range(1000)) if candidate not in taken)
     indent = " " * statement.col_offset
-    lines = _lines(walker)
-    line = lines[statement.lineno - 1]
-    start = Span(_rel(walker, statement.lineno), _char(line, statement.col_offset),
-                 _rel(walker, statement.lineno), _char(line, statement.col_offset))
+    start = _span(walker, statement.lineno, statement.col_offset, statement.lineno, statement.col_offset)
     hoisted = TextEdit(start, f"{name} = {_segment(walker, argument)}\n{indent}")
     replaced = TextEdit(_span(walker, argument.lineno, argument.col_offset, argument.end_lineno,
                               argument.end_col_offset), name)

@@ -90,17 +90,10 @@ class FuseLensBackend(_AtenGraphBackend):
 
         from ..backend import compile_graph, decompositions
 
-        if region.create_graph_line:
+        eager = _not_aot_compilable(region)
+        if eager is not None:
             run, _ = super().compile_autograd(region, example_inputs)
-            return run, (f"eager: create_graph=True at line {region.create_graph_line} differentiates through "
-                         "it twice, which AOT-compiled backward graphs cannot")
-
-        rnn = next((n for n in region.gm.graph.nodes if n.op == "call_function"
-                    and "rnn" in getattr(n.target, "__name__", "")), None)
-        if rnn is not None:
-            run, _ = super().compile_autograd(region, example_inputs)
-            return run, (f"eager: {rnn.target} saves a workspace for its backward whose size the traced graph "
-                         "does not know (the fake kernel gives it none)")
+            return run, f"eager: {eager}"
 
         def boxed(g, example):
             return make_boxed_func(compile_graph(g, example))
@@ -111,6 +104,19 @@ class FuseLensBackend(_AtenGraphBackend):
         except Exception as e:  # noqa: BLE001 - any failure: torch replays the calls, gradients exact
             run, _ = super().compile_autograd(region, example_inputs)
             return run, f"eager: AOTAutograd failed ({type(e).__name__}: {str(e)[:80]})"
+
+
+def _not_aot_compilable(region) -> str | None:
+    """Why this region's forward and backward cannot be compiled from its joint graph, if so."""
+    if region.create_graph_line:
+        return (f"create_graph=True at line {region.create_graph_line} differentiates through it twice, which "
+                "AOT-compiled backward graphs cannot")
+    rnn = next((n for n in region.gm.graph.nodes if n.op == "call_function"
+                and "rnn" in getattr(n.target, "__name__", "")), None)
+    if rnn is not None:
+        return (f"{rnn.target} saves a workspace for its backward whose size the traced graph does not know "
+                "(the fake kernel gives it none)")
+    return None
 
 
 @functools.lru_cache(maxsize=None)
