@@ -11,6 +11,7 @@ import ast
 import functools
 from dataclasses import dataclass, field
 
+from . import comprehensions
 from . import kinds as K
 from .findings import Span
 from .calls import (CONTAINER_MUTATORS, NUMPY_GENERATOR_CLASSES, RANDOM_VALUE, RETURN_TYPE_FIELDS,
@@ -100,6 +101,8 @@ class FunctionWalker:
         self.dead = False
         self.dead_after_this = False
         self.resume_pending = False
+        # comprehensions since the frame last resumed that Python reruns if Dynamo skips the frame
+        self.python_reruns: list[ast.expr] = []
         self.break_count = 0  # graph breaks so far in this frame
         self.callee_breaks = 0  # of which at calls of user functions that break (FL132)
         self.quiet = 0  # > 0 inside code Dynamo traces only on unusual paths (except handlers)
@@ -197,6 +200,9 @@ class FunctionWalker:
 
     def die(self, node: ast.AST, cause: str = "Graph break inside a loop, try or generator") -> None:
         self.dead = True
+        for comprehension in self.python_reruns:  # Dynamo runs the frame from where it last resumed
+            self._record("FL135", comprehension, None, None, None)
+        self.python_reruns.clear()
         span = self.relative_span(node)
         self.result.findings.append(("FL150", span, f"{cause}: Dynamo skips the rest "
                                                     f"of `{self.function.qualname}` (it runs eagerly)", None))
@@ -364,6 +370,7 @@ class FunctionWalker:
                 self.statement(statement)
                 if self.resume_pending:  # decided once the statement that broke has finished
                     self.resume_pending = False
+                    self.python_reruns.clear()
                     if not self.dead and not self.resume_is_traced():
                         self.dead = True  # the resumed frame holds no tensor: left to Python
             finally:
@@ -831,7 +838,13 @@ class FunctionWalker:
         if owner.kind in (K.MODULE, K.OBJ) and isinstance(owner.ref, ClassInfo) and isinstance(node.ctx, ast.Load):
             getter = owner.ref.lookup_method(attr)
             if getter is not None and _is_property(getter):  # Dynamo inlines the getter
-                return self.call_user(node, getter, [], {}, receiver=owner)
+                breaks = self.break_count
+                value = self.call_user(node, getter, [], {}, receiver=owner)
+                if self.break_count > breaks and not self.dead and self.mode == COMPILE:
+                    # the break is at an attribute load, where Dynamo cannot resume (measured on 2.13)
+                    self.resume_pending = False
+                    self.die(node, "Graph break inside a property getter")
+                return value
         if owner.kind == K.MODULE:
             if isinstance(owner.ref, ClassInfo):
                 self.guard_attribute(owner.ref, attr)
@@ -1099,27 +1112,48 @@ class FunctionWalker:
         return self.expr(node.value)
 
     def comprehension(self, node, elements: list[ast.expr]) -> list[Ty]:
+        """Walks a comprehension in this frame, the way Dynamo inlines it (comprehensions.py)."""
         saved = dict(self.env)
         breaks = self.break_count
         iterables = []
-        # Dynamo cannot resume inside a generator expression or a dict comprehension (measured on
-        # 2.13: "Generator reconstruction with mutations", GB8335); list and set comprehensions resume.
-        resumable = not isinstance(node, (ast.GeneratorExp, ast.DictComp))
+        traced = self.mode == COMPILE and not self.quiet and not isinstance(node, ast.GeneratorExp) \
+            and comprehensions.own_frame_traced(self, node)
+        in_python = self.dead  # a skipped part of the frame: Python calls the comprehension
+        revived = False
         for index, generator in enumerate(node.generators):
-            iterable = self.expr(generator.iter)
+            iterable = self.expr(generator.iter)  # the first one by the enclosing frame
             self.report_tensor_iteration(generator.iter, iterable)
-            if index == 0:  # the first iterable is evaluated outside, by the enclosing frame
-                self.unresumable_depth += not resumable
+            if index == 0:
+                iterator = comprehensions.iterator_kind(self, generator.iter, iterable)
+                lost = isinstance(node, ast.GeneratorExp) or iterator in comprehensions.LOST
+                if in_python and traced and iterator is not None:
+                    # Dynamo compiles the comprehension's own frame: with a tuple or range iterator
+                    # it traces the body (a loop: its first break ends that frame), else nothing
+                    revived = iterator in comprehensions.TRACEABLE_INPUTS
+                    if not revived:
+                        self._record("FL135", node, None, None, None)
+                    self.dead = not revived
+                self.unresumable_depth += lost or revived
             iterables.append((generator.iter, iterable))
             self.assign(generator.target, self.element_type(iterable), node)
             for condition in generator.ifs:
                 self.test(condition, generator)
         types = [self.expr(element) for element in elements]
-        self.unresumable_depth -= not resumable
+        self.unresumable_depth -= lost or revived
+        if revived:
+            self.dead, self.dead_after_this = True, False
         self.env = saved
         if self.break_count == breaks:  # a break inside leaves the comprehension to Python
             for iterable_node, iterable in iterables:
                 self.report_unrolled(iterable_node, iterable)
+            if traced and not in_python and iterator not in (None, *comprehensions.TRACEABLE_INPUTS):
+                self.python_reruns.append(node)
+        elif not in_python and self.mode == COMPILE and not self.quiet:
+            if lost:  # Dynamo could not rebuild the iterator: it gave up on the frame
+                code = comprehensions.LOST.get(iterator, "FL134")
+                self._record(code, node, None, None, None)
+            if traced and iterator not in comprehensions.REBUILT:
+                self._record("FL135", node, None, None, None)
         return types
 
     def expr_ListComp(self, node) -> Ty:

@@ -95,6 +95,35 @@ _RULES = [
          "Dynamo treats `warnings` as a skipped module; the call runs in Python between graphs.",
          "Warn once outside the compiled function, or guard with `torch.compiler.is_compiling()`.",
          "GB0007", "Attempted to call function marked as skipped"),
+    Rule("FL133", "comprehension-over-mapping-breaks", GRAPH_BREAK,
+         "Graph break inside a comprehension over a dict or module container",
+         "A comprehension is a function of its own, called with an iterator over its first iterable. "
+         "To resume after a graph break inside it, Dynamo must rebuild that iterator, and it cannot "
+         "rebuild one over a dict (`.items()`, `.keys()`, `.values()`) or over an `nn.ModuleList`, "
+         "`nn.Sequential` or `nn.ModuleDict` (which iterate a dict). So it gives up on the enclosing "
+         "function: the rest of it runs eagerly (measured on 2.13).",
+         "Fix the break inside, or iterate a list: `[f(v) for k, v in list(d.items())]`, or a plain "
+         "`for` loop whose body has no break.",
+         "GB0092", "Reconstruction failure"),
+    Rule("FL134", "comprehension-over-generator-breaks", GRAPH_BREAK,
+         "Graph break inside a generator expression, or a comprehension over `enumerate` or a generator",
+         "To resume after a graph break inside a comprehension, Dynamo must rebuild the iterator it "
+         "runs over. A generator (a generator expression itself, `enumerate(...)`, "
+         "`model.named_parameters()`) cannot be rebuilt without running it out, so Dynamo gives up "
+         "on the enclosing function: the rest of it runs eagerly (measured on 2.13).",
+         "Fix the break inside; iterate `range(len(xs))` instead of `enumerate(xs)`; use a list "
+         "comprehension instead of `sum(... for ...)`/`any(... for ...)`.",
+         "GB8335", "Generator reconstruction with mutations"),
+    Rule("FL135", "comprehension-frame-untraceable", GRAPH_BREAK,
+         "Comprehension run by Python: Dynamo cannot iterate what it is handed",
+         "After a graph break inside a comprehension, or in a part of the function Dynamo skipped, "
+         "Python calls the comprehension, and Dynamo compiles its frame when that frame holds a "
+         "tensor (it closes over one, or over a module, or names `torch`). The frame's input is an "
+         "iterator, and Dynamo can only trace a tuple or range iterator there: over a list, `zip`, "
+         "`enumerate`, a dict or a generator the frame ends in a graph break at once (\"Missing "
+         "tp_iternext\", measured on 2.13) and runs eagerly.",
+         "Fix the break that sends the comprehension to Python; or iterate a tuple or a `range`.",
+         "GB4347", "Missing tp_iternext"),
     Rule("FL113", "stream-write", GRAPH_BREAK,
          "Writing to a stream or file in compiled code",
          "`sys.stdout.write`, `open()` and file methods are side effects Dynamo cannot trace.",

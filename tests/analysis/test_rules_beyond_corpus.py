@@ -101,9 +101,11 @@ def test_dict_keys_are_python_values():
         ''') == [(29, "FL101")]
 
 
-def test_break_inside_generator_or_dict_comprehension_skips_the_frame():
-    # 2.13: GB8335 after the break in the generator and dict comprehension, and the later
-    # graph_break() is never reported; the list comprehension resumes (GB0025 reported).
+def test_break_inside_a_comprehension_resumes_only_over_an_iterator_dynamo_can_rebuild():
+    # 2.13: after a break inside, Dynamo rebuilds the comprehension's iterator to resume. A generator
+    # expression or enumerate cannot be rebuilt (GB8335), nor an iterator over a dict (GB0092): the
+    # frame is skipped and the later graph_break() is never reported. A dict comprehension over a
+    # list, and a list comprehension, resume (GB0025 reported).
     assert findings('''\
         import torch
 
@@ -111,17 +113,81 @@ def test_break_inside_generator_or_dict_comprehension_skips_the_frame():
         def generator(xs):
             total = sum(t.sum().item() for t in xs)
             torch._dynamo.graph_break()
-            return {i: t.sum().item() for i, t in enumerate(xs)}
+            return total
 
         @torch.compile
-        def dict_comprehension(xs):
+        def over_enumerate(xs):
             vals = {i: t.sum().item() for i, t in enumerate(xs)}
             torch._dynamo.graph_break()
             return vals
 
         @torch.compile
-        def list_comprehension(xs):
-            vals = [t.sum().item() for t in xs]
+        def over_items(d):
+            vals = [v.sum().item() for k, v in d.items()]
             torch._dynamo.graph_break()
             return vals
-        ''') == [(5, "FL102"), (5, "FL150"), (11, "FL102"), (11, "FL150"), (17, "FL102"), (18, "FL131")]
+
+        @torch.compile
+        def dict_over_a_list(pairs: list):
+            vals = {k: v.sum().item() for k, v in pairs}
+            torch._dynamo.graph_break()
+            return vals
+        ''') == [(5, "FL102"), (5, "FL134"), (5, "FL150"), (11, "FL102"), (11, "FL134"), (11, "FL150"),
+                 (17, "FL102"), (17, "FL133"), (17, "FL150"), (23, "FL102"), (24, "FL131")]
+
+
+def test_a_comprehension_python_runs_is_a_frame_dynamo_cannot_iterate():
+    # 2.13, "Missing tp_iternext" (GB4347): a comprehension holding a tensor (here `w`) that Python
+    # runs, after a break inside it or in a skipped part of the frame, is compiled as a frame of its
+    # own, and only a tuple or range iterator can be its input. Without a tensor in it, Dynamo
+    # leaves it alone; over a range its body is traced (the `.item()` is reported).
+    assert findings('''\
+        import torch
+
+        def brk(t):
+            return t * t.sum().item()
+
+        @torch.compile
+        def zipped(xs: list, ys: list, w):
+            return [brk(a) + w for a, b in zip(xs, ys)]
+
+        @torch.compile
+        def skipped(xs: list, w, n: int):
+            for x in xs:
+                if x.sum() > 0:
+                    w = w + 1
+            a = [t * w for t in xs]
+            b = [t * 2 for t in xs]
+            c = [xs[i].sum().item() * w for i in range(n)]
+            return a, b, c
+
+        @torch.compile
+        def earlier_in_the_skipped_frame(model: torch.nn.Module, x, n: int):
+            zeros = {name: torch.zeros_like(p) for name, p in model.named_parameters()}
+            for i in range(n):
+                print(i)
+            return zeros
+        ''') == [(4, "FL102"), (8, "FL135"), (13, "FL101"), (13, "FL150"), (15, "FL135"), (17, "FL102"),
+                 (17, "FL150"), (22, "FL135"), (24, "FL110"), (24, "FL150")]
+
+
+def test_a_break_inside_a_property_skips_the_frame():
+    # 2.13: the break is at an attribute load, where Dynamo cannot resume: the print is not reported
+    assert findings('''\
+        import torch
+        from torch import nn
+
+        class Scaled(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.table = torch.tensor([0.5, 0.7])
+
+            @property
+            def scale(self):
+                return float(self.table[0])
+
+            def forward(self, x):
+                s = self.scale
+                print("after")
+                return x * s
+        ''') == [(11, "FL102"), (14, "FL150")]

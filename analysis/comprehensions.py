@@ -1,0 +1,126 @@
+"""Comprehensions as Dynamo 2.13 runs them under CPython 3.11 (all measured with probes).
+
+A comprehension is a function of its own, called with an iterator over its first iterable.
+Dynamo inlines it, and what happens at a graph break inside depends on that iterator:
+
+- To resume after the call, Dynamo rebuilds the iterator. A list, tuple, range or tensor is
+  rebuilt as a tuple iterator and a zip/map/filter as itself; an `enumerate` or a generator
+  cannot be ("Generator reconstruction with mutations", GB8335), nor can an iterator over a
+  dict or a module container ("Reconstruction failure", GB0092). Then Dynamo gives up on the
+  rest of the enclosing frame. A generator expression is a generator itself: the same.
+- The comprehension then runs in Python, and Dynamo compiles its frame like any other when
+  that frame holds a tensor (`has_tensor_in_frame`: a tensor or module among the variables it
+  closes over, or a torch/numpy module it names). As a frame input, only a tuple or range
+  iterator can be traced: any other ends in "Missing tp_iternext" (GB4347) at the
+  comprehension.
+
+A comprehension that Python runs because the enclosing frame was skipped (a break in a loop,
+or one Dynamo could not resume from) goes through the same second step, including those
+earlier in the skipped part of the frame: Dynamo runs a skipped frame from where it last
+resumed.
+"""
+from __future__ import annotations
+
+import ast
+
+from . import kinds as K
+from .kinds import Ty
+
+# Kinds of iterator a comprehension is called with.
+TUPLE, RANGE, LIST, OBJECT, GENERATOR, MAPPING = "tuple", "range", "list", "object", "generator", "mapping"
+REBUILT = {TUPLE, RANGE, LIST}  # resumed through a tuple iterator
+LOST = {GENERATOR: "FL134", MAPPING: "FL133"}  # not rebuilt: the rule for the break at the comprehension
+TRACEABLE_INPUTS = {TUPLE, RANGE}  # the iterators a comprehension's own frame can be traced with
+
+GENERATOR_METHODS = {"parameters", "named_parameters", "buffers", "named_buffers", "modules", "named_modules",
+                     "children", "named_children"}
+MAPPING_METHODS = {"items", "keys", "values"}
+OBJECT_BUILTINS = {"zip", "map", "filter"}
+LIST_BUILTINS = {"list", "sorted", "reversed"}  # reversed: a reverse iterator, rebuilt as a tuple one
+# Modules among torch's and numpy's, by the last part of their dotted name (a name bound to one
+# puts the comprehension's frame under compilation).
+MODULE_NAMES = {"torch", "numpy", "nn", "functional", "fft", "linalg", "special", "distributions", "autograd",
+                "init", "cuda", "optim", "jit", "utils", "checkpoint", "distributed", "random", "amp", "func",
+                "sparse", "nested", "masked", "fx", "nn.functional"}
+
+
+def iterator_kind(walker, iterable_node: ast.expr, iterable: Ty) -> str | None:
+    """What `iter()` of the first iterable is, as far as resuming and tracing go; None when not known."""
+    node = iterable_node
+    if isinstance(node, ast.Tuple):
+        return TUPLE
+    if isinstance(node, (ast.List, ast.ListComp, ast.Set, ast.SetComp)):
+        return LIST
+    if isinstance(node, (ast.Dict, ast.DictComp)):
+        return MAPPING
+    if isinstance(node, ast.GeneratorExp):
+        return GENERATOR
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            if func.attr in MAPPING_METHODS and not node.args:
+                return MAPPING
+            if func.attr in GENERATOR_METHODS:
+                return GENERATOR
+        name = walker.dotted(func)
+        if name == "range":
+            return RANGE
+        if name in OBJECT_BUILTINS:
+            return OBJECT
+        if name in LIST_BUILTINS:
+            return LIST
+        if name == "tuple":
+            return TUPLE
+        if name == "enumerate" and node.args:  # over a module container: unrolled into a tuple (measured)
+            pair = iterable.ref if isinstance(iterable.ref, Ty) else None
+            element = pair.items[1] if pair is not None and pair.items and len(pair.items) == 2 else K.T_UNKNOWN
+            return TUPLE if element.kind == K.MODULE and isinstance(node.args[0], ast.Attribute) else GENERATOR
+    if iterable.kind in (K.TENSOR, K.SHAPE, K.NDARRAY):  # Tensor.__iter__ iterates unbind()'s tuple
+        return TUPLE
+    if iterable.kind == K.DICT or _module_container(node, iterable):
+        return MAPPING
+    if iterable.kind == K.SEQ:
+        return LIST
+    return None
+
+
+def _module_container(node: ast.expr, iterable: Ty) -> bool:
+    """`self.blocks` holding modules (a ModuleList or Sequential iterates its `_modules` dict)."""
+    if iterable.kind == K.MODULE:
+        return iterable.ref in ("torch.nn.Sequential", "torch.nn.ModuleDict", "torch.nn.ModuleList")
+    return iterable.kind == K.SEQ and isinstance(iterable.ref, Ty) and iterable.ref.kind == K.MODULE \
+        and isinstance(node, ast.Attribute)
+
+
+def own_frame_traced(walker, node: ast.expr) -> bool:
+    """Whether Dynamo compiles the comprehension's frame when Python calls it: it closes over a
+    variable of the enclosing frame that holds a tensor or module, or names a torch/numpy module."""
+    bound = {target.id for generator in node.generators for target in ast.walk(generator.target)
+             if isinstance(target, ast.Name)}
+    parts = [child for generator in node.generators[1:] for child in (generator.iter,)]
+    parts += [condition for generator in node.generators for condition in generator.ifs]
+    parts += [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+    names = {child.id for part in parts for child in ast.walk(part)
+             if isinstance(child, ast.Name) and child.id not in bound}
+    for name in names:
+        ty = walker.env.get(name)
+        if ty is not None:
+            if holds_tensor(ty):
+                return True
+            continue
+        target = walker.local_imports.get(name) or walker.module.imports.get(name)
+        if target and target.split(".")[0] in ("torch", "numpy") and (
+                target in MODULE_NAMES or target.split(".", 1)[-1] in MODULE_NAMES):
+            return True
+    return False
+
+
+def holds_tensor(ty: Ty) -> bool:
+    """`has_tensor_in_frame` of a local: a tensor, a module, an array, or a list, tuple or dict of
+    them (objects of other classes do not count, even holding tensors)."""
+    if ty.maybe_tensor or ty.kind in (K.MODULE, K.NDARRAY):
+        return True
+    if ty.kind in (K.SEQ, K.DICT):
+        element = ty.ref if isinstance(ty.ref, Ty) else None
+        return element is None or holds_tensor(element) or any(holds_tensor(item) for item in ty.items or ())
+    return False
