@@ -166,6 +166,9 @@ class Runner:
                 call = (f"{em.const(node.target, 'E')}(*{em.value(tuple(node.args), slot, bufs)}, "
                         f"**{em.value(dict(node.kwargs), slot, bufs)})")
                 lines = [f"r = {call}"]
+                if _saves_workspace_for_backward(node):
+                    g["enable_grad"] = torch.enable_grad
+                    lines = ["with enable_grad():", f"    r = {call}"]
                 if len(node.outs) == 1 and node.outs[0]:
                     lines.append(f"s{slot[node.outs[0]]} = r if isinstance(r, Tensor) else leaves(r)[0]")
                 elif any(node.outs):
@@ -247,6 +250,13 @@ def _unit_call(em: _Emitter, unit: Unit, slot) -> str:
     if unit.pointers:
         return f"{fn}({', '.join(f's{slot[b]}.data_ptr()' for b in unit.params)})"
     return f"{fn}([{', '.join(f's{slot[b]}' for b in unit.params)}])"
+
+
+def _saves_workspace_for_backward(node) -> bool:
+    """mkldnn_rnn_layer traced for training returns the workspace its backward reads only while
+    grad mode is on, and AOT autograd runs compiled forwards with it off: without it, the backward
+    is handed an empty workspace and crashes."""
+    return node.target is torch.ops.aten.mkldnn_rnn_layer.default and len(node.args) > 15 and node.args[15] is True
 
 
 def _relayout(t, shape, strides):

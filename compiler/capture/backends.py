@@ -111,11 +111,6 @@ def _not_aot_compilable(region) -> str | None:
     if region.create_graph_line:
         return (f"create_graph=True at line {region.create_graph_line} differentiates through it twice, which "
                 "AOT-compiled backward graphs cannot")
-    rnn = next((n for n in region.gm.graph.nodes if n.op == "call_function"
-                and "rnn" in getattr(n.target, "__name__", "")), None)
-    if rnn is not None:
-        return (f"{rnn.target} saves a workspace for its backward whose size the traced graph does not know "
-                "(the fake kernel gives it none)")
     return None
 
 

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from fuselens.compiler.capture import compile as fl_compile, explain
+from fuselens.compiler.capture import backends, compile as fl_compile, explain
 
 from .harness import check
 
@@ -41,6 +41,45 @@ def test_gradients_through_aot_autograd():
     check(mlp_loss, [((x, w), {})], backend="fuselens")
     rep = explain(mlp_loss, backend="fuselens")(x, w)
     assert rep.regions[0].autograd.startswith("compiled forward and backward")
+
+
+class BiLSTMHead(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = torch.nn.LSTM(6, 5, bidirectional=True)
+        self.out = torch.nn.Linear(10, 7)
+
+    def forward(self, x):
+        recurrent, _ = self.rnn(x)
+        return self.out(recurrent)
+
+
+def test_a_training_lstm_compiles_forward_and_backward(monkeypatch):
+    # mkldnn_rnn_layer returns the workspace its backward needs only while grad mode is on; the
+    # compiled forward ran with it off, and the backward crashed the process on an empty workspace
+    compiled_rnns = []
+    original = backends.FuseLensBackend.compile_autograd
+
+    def spy(self, region, example_inputs):
+        run, how = original(self, region, example_inputs)
+        if any("mkldnn_rnn_layer" in str(n.target) for n in region.gm.graph.nodes):
+            compiled_rnns.append(how)
+        return run, how
+    monkeypatch.setattr(backends.FuseLensBackend, "compile_autograd", spy)
+    torch.manual_seed(0)
+    model = BiLSTMHead()
+    torch.manual_seed(0)
+    twin = BiLSTMHead()
+    compiled = fl_compile(twin, backend="fuselens")
+    x = torch.randn(9, 2, 6)
+    for _ in range(2):
+        ref, got = model(x), compiled(x)
+        ref.square().sum().backward()
+        got.square().sum().backward()
+        torch.testing.assert_close(got, ref)
+        for p, q in zip(model.parameters(), twin.parameters()):
+            torch.testing.assert_close(q.grad, p.grad)
+    assert compiled_rnns and all(how.startswith("compiled forward and backward") for how in compiled_rnns)
 
 
 def input_gradient_penalty(x, w):
