@@ -132,6 +132,9 @@ NUMPY_UNSUPPORTED = {
     "unique_inverse", "unique_values", "unwrap", "fromfunction", "fromiter", "frombuffer", "ix_",
     "cumulative_sum", "cumulative_prod", "linalg.vector_norm", "linalg.matrix_norm", "linalg.svdvals",
     "linalg.cross", "linalg.outer", "linalg.tensordot", "linalg.trace", "linalg.diagonal",
+    "spacing", "sort_complex", "asanyarray", "asfortranarray", "astype", "bitwise_count", "block", "einsum_path",
+    "matrix_transpose", "matvec", "vecmat", "vecdot", "unstack", "mask_indices", "poly", "polyadd", "polyder",
+    "polydiv", "polyint", "polymul", "polysub", "array2string", "array_repr", "array_str", "isnat", "require",
 }
 # torch._numpy functions that check their input's values in Python (an `aten.equal` inside the
 # translation, GB0033), measured on 2.13; np.linalg.*, percentile/quantile/median, histogram trace.

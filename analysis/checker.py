@@ -497,14 +497,19 @@ class FunctionWalker:
 
     def stmt_Return(self, node: ast.Return) -> None:
         value = self.expr(node.value) if node.value is not None else K.T_NONE
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, bool):
+            value = value.but(ref=node.value.value)  # `def should_stop(...): return False` folds a caller's `if`
         self.returns = value if self.returns is None else K.join(self.returns, value)
 
     def stmt_If(self, node: ast.If) -> None:
         known = self.static_truth(node.test)
+        if known is None:
+            ty = self.test(node.test, node)
+            if ty.kind == K.BOOL and isinstance(ty.ref, bool) and not isinstance(node.test, ast.BoolOp):
+                known = ty.ref != (isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not))
         if known is not None:  # folded while tracing: only one branch is ever traced
             self.block(node.body if known else node.orelse)
             return
-        self.test(node.test, node)
         before = dict(self.env)
         narrowed = self.isinstance_narrowing(node.test)
         if narrowed is not None:  # `elif isinstance(speakers, (list, tuple)):` — not a tensor in there
@@ -566,22 +571,49 @@ class FunctionWalker:
     stmt_AsyncFor = stmt_For
 
     def stmt_With(self, node: ast.With) -> None:
+        user_contexts = []  # objects of workspace classes with an `__enter__`: Dynamo inlines it
         for item in node.items:
             context = self.expr(item.context_expr)
             if context.kind == K.OBJ and isinstance(context.ref, str) and context.ref.startswith("threading."):
                 self.report("FL115", item.context_expr, f"`with` on a {context.ref} inside compiled code")
                 self.skip_frame(item.context_expr, "Unsupported context manager")
+            entered = self.context_method(item.context_expr, context, "__enter__", [])
+            if entered is not None:
+                user_contexts.append((item.context_expr, context))
             if item.optional_vars is not None:
-                self.assign(item.optional_vars, K.T_OBJ if context.kind != K.TENSOR else context, node)
+                value = entered if entered is not None and entered.kind != K.UNKNOWN else \
+                    K.T_OBJ if context.kind != K.TENSOR else context
+                self.assign(item.optional_vars, value, node)
         # A frame resumed inside `with torch.no_grad():` (autocast, ...) re-enters it through a
         # torch global, so Dynamo traces the rest even with no tensor live (measured on 2.13).
         torch_context = any(isinstance(item.context_expr, ast.Call) and
                             (self.dotted(item.context_expr.func) or "").startswith("torch.") for item in node.items)
         self.torch_contexts += torch_context
         try:
-            self.block(node.body)
+            if user_contexts:  # Dynamo cannot resume inside a user context manager (measured on 2.13)
+                self.unresumable(node.body)
+            else:
+                self.block(node.body)
         finally:
             self.torch_contexts -= torch_context
+        for expr, context in reversed(user_contexts):
+            self.context_method(expr, context, "__exit__", [K.T_NONE] * 3)
+
+    def context_method(self, node: ast.expr, context: Ty, name: str, args: list) -> Ty | None:
+        """Walks `__enter__`/`__exit__` of a workspace class's object; a break in it is one Dynamo
+        cannot resume from: the rest of the frame runs eagerly (measured on 2.13). None when the
+        object has no such method."""
+        if context.kind not in (K.OBJ, K.MODULE) or not isinstance(context.ref, ClassInfo):
+            return None
+        method = context.ref.lookup_method(name)
+        if method is None:
+            return None
+        breaks = self.break_count
+        value = self.call_user(node, method, args, {}, receiver=context)
+        if self.break_count > breaks and not self.dead and self.mode == COMPILE:
+            self.resume_pending = False
+            self.die(node, f"Graph break in `{method.qualname}`")
+        return value
 
     stmt_AsyncWith = stmt_With
 
@@ -1038,8 +1070,10 @@ class FunctionWalker:
             logical = isinstance(op, (ast.BitAnd, ast.BitOr, ast.BitXor))
             return K.tensor(tensor.zero_dim and (other.kind != K.TENSOR or other.zero_dim), both_bool and logical,
                             tensor.integer and (other.integer or other.kind == K.INT))
-        if left.kind == K.NDARRAY or right.kind == K.NDARRAY:
-            return K.T_NDARRAY
+        if left.kind == K.NDARRAY or right.kind == K.NDARRAY:  # `(x > 0) & (x < w)` stays a mask
+            both_bool = all(t.boolean or t.kind == K.BOOL for t in (left, right))
+            return Ty(K.NDARRAY, boolean=True) if both_bool and isinstance(op, (ast.BitAnd, ast.BitOr, ast.BitXor)) \
+                else K.T_NDARRAY
         if left.kind == K.SEQ and right.kind == K.SEQ and {left.ref, right.ref} & {K.T_UNKNOWN, None}:
             known = right if left.ref in (K.T_UNKNOWN, None) else left  # `layers = []; layers += [nn.Conv2d()]`
             if isinstance(known.ref, Ty) and known.ref.kind in (K.MODULE, K.OBJ, K.FUNC):
@@ -1238,6 +1272,9 @@ class FunctionWalker:
             # indexed in the graph, while one made by iterating a tensor is read on the host).
             # Python values passed in stay what they are (Dynamo specializes on them).
             bound, guessed = bind_parameters(callee, args, kwargs, receiver), root_parameters(callee)
+            if not any(comprehensions.holds_tensor(ty) or ty.kind == K.UNKNOWN for ty in bound) \
+                    and not comprehensions.names_torch(self, callee):
+                return _displayed_return(callee)  # no tensor in its frame: Dynamo leaves it to Python
             params = tuple(g if b.kind in (K.UNKNOWN, K.TENSOR) else b for b, g in zip(bound, guessed)) \
                 + bound[len(guessed):]
             if receiver is not None:
@@ -1435,6 +1472,26 @@ def _literal_display_type(node: ast.expr) -> Ty | None:
 def constant_type(node: ast.expr) -> Ty:
     """The type of a literal (decorator factory arguments at a root); anything else: unknown."""
     return literal_type(node.value) if isinstance(node, ast.Constant) else K.T_UNKNOWN
+
+
+def _displayed_return(function: FunctionInfo) -> Ty:
+    """What a function returns as far as its annotation, or its source without walking it, says:
+    a list when every `return` gives a list display or a name bound to one (`spans = []` ...
+    `return spans`); else unknown."""
+    if function.node.returns is not None:
+        return annotation_type(function.module, function.node.returns)
+    lists = set()
+    for node in ast.walk(function.node):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                pairs = zip(target.elts, node.value.elts) if isinstance(target, ast.Tuple) and isinstance(
+                    node.value, ast.Tuple) else [(target, node.value)]
+                lists.update(t.id for t, v in pairs if isinstance(t, ast.Name) and isinstance(v, (ast.List, ast.ListComp)))
+    values = [node.value for node in ast.walk(function.node) if isinstance(node, ast.Return)]
+    if values and all(isinstance(v, (ast.List, ast.ListComp)) or isinstance(v, ast.Name) and v.id in lists
+                      for v in values):
+        return K.seq_of(K.T_UNKNOWN)
+    return K.T_UNKNOWN
 
 
 def _is_generator(function: FunctionInfo) -> bool:

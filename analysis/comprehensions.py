@@ -107,12 +107,22 @@ def own_frame_traced(walker, node: ast.expr) -> bool:
         if ty is not None:
             if holds_tensor(ty):
                 return True
-            continue
-        target = walker.local_imports.get(name) or walker.module.imports.get(name)
-        if target and target.split(".")[0] in ("torch", "numpy") and (
-                target in MODULE_NAMES or target.split(".", 1)[-1] in MODULE_NAMES):
+        elif _torch_module(walker.local_imports.get(name) or walker.module.imports.get(name)):
             return True
     return False
+
+
+def names_torch(walker, function) -> bool:
+    """Whether `function` uses a global bound to a torch or numpy module (its frame is then
+    compiled whatever its arguments, as `has_tensor_in_frame` decides)."""
+    imports = function.module.imports
+    return any(isinstance(node, ast.Name) and _torch_module(imports.get(node.id))
+               for node in ast.walk(function.node))
+
+
+def _torch_module(target: str | None) -> bool:
+    return bool(target) and target.split(".")[0] in ("torch", "numpy") and (
+        target in MODULE_NAMES or target.split(".", 1)[-1] in MODULE_NAMES)
 
 
 def holds_tensor(ty: Ty) -> bool:

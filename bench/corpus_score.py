@@ -7,7 +7,9 @@ Granularity is the line: for each category (graph-break, trace-unsafe, recompile
 the analyzer reports a finding of that category there. Matching lines whose rule ids differ are
 listed as "code mismatches" (they still count as hits). FL301 is judged only for roots a case
 runs with a second set of shapes, so FL301 findings on unannotated lines of other roots are
-counted apart, as unjudged, not as false positives. Does not import torch.
+counted apart, as unjudged, not as false positives; so are findings on lines no case executes
+(tests/corpus/unexercised.json, kept current by the oracle): Dynamo says nothing about them.
+Does not import torch.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from dynamo_oracle import CATEGORIES, category_of, corpus_files, parse_expectations  # noqa: E402
+from dynamo_oracle import CATEGORIES, category_of, corpus_files, load_unexercised, parse_expectations  # noqa: E402
 
 Key = tuple[str, int]  # (file name, line)
 
@@ -82,31 +84,43 @@ def _roots_run_with_other_shapes(source: str) -> set[str]:
     return names
 
 
-def score(files=None) -> tuple[dict[str, CategoryScore], int]:
-    """Runs the analyzer over the corpus: one CategoryScore per category, and the number of FL301
-    findings left unjudged (on unannotated lines, reported for roots no case runs with other shapes:
-    a finding reached from several roots names one of them)."""
+SHAPES_NOT_VARIED = "FL301 findings in roots no case runs with other shapes"
+NOT_EXECUTED = "findings on lines no case executes"
+
+
+def score(files=None) -> tuple[dict[str, CategoryScore], dict[str, int]]:
+    """Runs the analyzer over the corpus: one CategoryScore per category, and how many findings
+    were left unjudged, by reason: FL301 on unannotated lines of roots no case runs with other
+    shapes (a finding reached from several roots names one of them), and findings on lines no
+    case executes."""
     from fuselens.analysis import RULES, analyze_source
 
     scores = {category: CategoryScore() for category in CATEGORIES}
-    unjudged = 0
+    unjudged = {SHAPES_NOT_VARIED: 0, NOT_EXECUTED: 0}
+    unexercised = load_unexercised()
     for path in files or corpus_files():
         path = Path(path).resolve()
         for expect in parse_expectations(path):
             scores[expect.category].expected.setdefault((path.name, expect.line), set()).add(expect.code)
         source = path.read_text()
         varied = _roots_run_with_other_shapes(source)
+        not_executed = set(unexercised.get(path.name, ()))
         report = analyze_source(source, str(path))
         for finding in report.findings:
             if Path(finding.path).resolve() != path:
                 continue  # a finding in another file: that file is scored on its own
             root = (finding.chain[0].function if finding.chain else finding.function).split(".")[0]
             key = (path.name, finding.span.line)
-            if finding.code == "FL301" and root not in varied and key not in scores["recompile"].expected:
-                unjudged += 1
-                continue
             category = _category(finding.code, RULES)
-            if category is not None:
+            if category is None:
+                continue
+            if key in scores[category].expected:
+                scores[category].predicted.setdefault(key, set()).add(finding.code)
+            elif finding.span.line in not_executed:
+                unjudged[NOT_EXECUTED] += 1
+            elif finding.code == "FL301" and root not in varied:
+                unjudged[SHAPES_NOT_VARIED] += 1
+            else:
                 scores[category].predicted.setdefault(key, set()).add(finding.code)
     return scores, unjudged
 
@@ -131,7 +145,7 @@ def main(argv=None) -> int:
                 "predicted": len(s.predicted), "hits": len(s.hits),
                 "false_positives": [f"{f}:{l}" for f, l in s.false_positives],
                 "false_negatives": [f"{f}:{l}" for f, l in s.false_negatives],
-            } for category, s in scores.items()} | {"unjudged_fl301": unjudged}, indent=2))
+            } for category, s in scores.items()} | {"unjudged": unjudged}, indent=2))
         return 0
 
     print(f"{'category':<14}{'precision':>10}{'recall':>8}{'expected':>10}{'predicted':>11}{'hits':>6}")
@@ -151,7 +165,9 @@ def main(argv=None) -> int:
             print(f"\n{category}: right line, other rule (expected -> reported)")
             for key in s.code_mismatches:
                 print(f"  {key[0]}:{key[1]}  {_codes(s.expected[key])} -> {_codes(s.predicted[key])}")
-    print(f"\n{unjudged} FL301 findings not scored: their roots are never run with other shapes")
+    print()
+    for reason, count in unjudged.items():
+        print(f"not scored: {count} {reason}")
     print(f"analysed {len(options.files or corpus_files())} files in {elapsed:.2f}s")
     return 0
 

@@ -63,6 +63,7 @@ import ast
 import contextlib
 import importlib.util
 import io
+import json
 import logging
 import os
 import re
@@ -76,6 +77,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus"
+# file name -> lines no case executed (see the docstring); written by --write-unexercised, checked
+# by tests/test_corpus_dynamo.py, read by bench/corpus_score.py (which does not import torch)
+UNEXERCISED = CORPUS / "unexercised.json"
 
 CATEGORIES = ("graph-break", "trace-unsafe", "recompile")
 
@@ -756,10 +760,28 @@ def corpus_files() -> list[Path]:
     return sorted(p for p in CORPUS.glob("*.py") if not p.name.startswith("_"))
 
 
+def load_unexercised() -> dict[str, list[int]]:
+    return json.loads(UNEXERCISED.read_text()) if UNEXERCISED.exists() else {}
+
+
+def write_unexercised(results: list[FileResult]) -> None:
+    """Records the judged files' unexercised lines; entries of files that no longer exist go."""
+    known = {path.name for path in corpus_files()}
+    table = {name: lines for name, lines in load_unexercised().items() if name in known}
+    for result in results:
+        if result.path.parent.resolve() == CORPUS.resolve():
+            table.pop(result.path.name, None)
+            if result.unexercised:
+                table[result.path.name] = result.unexercised
+    UNEXERCISED.write_text(json.dumps(dict(sorted(table.items()))).replace("], ", "],\n ") + "\n")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="*", type=Path)
     parser.add_argument("-v", "--verbose", action="store_true", help="list every observation")
+    parser.add_argument("--write-unexercised", action="store_true",
+                        help=f"record the files' unexercised lines in {UNEXERCISED.relative_to(ROOT)}")
     options = parser.parse_args(argv)
     files = options.files or corpus_files()
     started, cpu_started = time.perf_counter(), time.process_time()
@@ -785,6 +807,8 @@ def main(argv=None) -> int:
                             key=lambda o: (o.line, o.code)):
                 print(f"     {o.line:>4} {o.code} {o.detail} [{o.case}]")
 
+    if options.write_unexercised:
+        write_unexercised(results)
     cases = sum(r.cases for r in results)
     clean = sum(r.clean_cases for r in results)
     gb_counts = Counter(code for r in results for _line, code in {(o.line, o.code) for o in r.breaks})
