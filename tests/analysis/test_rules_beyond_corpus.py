@@ -191,3 +191,65 @@ def test_a_break_inside_a_property_skips_the_frame():
                 print("after")
                 return x * s
         ''') == [(11, "FL102"), (14, "FL150")]
+
+
+def test_a_break_entering_or_inside_a_user_context_manager_skips_the_frame():
+    # 2.13: Dynamo inlines __enter__; the timer's perf_counter() breaks there (GB0007) and the later
+    # .item() is never reported; nor is the print after an .item() inside the with body. __exit__
+    # then runs in Python, and its frame holds no tensor: its perf_counter() is not reported.
+    assert findings('''\
+        import time
+        import torch
+
+        class Timer:
+            def __enter__(self):
+                self.start = time.perf_counter()
+                return self
+
+            def __exit__(self, *exc):
+                self.elapsed = time.perf_counter() - self.start
+
+        class Quiet:
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                return False
+
+        @torch.compile
+        def timed(x):
+            with Timer():
+                y = x * 2
+            return y + y.sum().item()
+
+        @torch.compile
+        def break_in_body(x):
+            with Quiet():
+                z = x.sum().item()
+            print("after")
+            return x + z
+        ''') == [(6, "FL121"), (21, "FL150"), (28, "FL102"), (28, "FL150")]
+
+
+def test_a_hook_returning_a_constant_folds_the_branch_that_calls_it():
+    # optical_flow (round 15): the base class's should_stop returns False, so Dynamo never traces
+    # the logging call in the branch
+    assert findings('''\
+        import logging
+        import torch
+        from torch import nn
+
+        logger = logging.getLogger(__name__)
+
+        class Refiner(nn.Module):
+            def should_stop(self, delta) -> bool:
+                return False
+
+            def forward(self, x):
+                for step in range(3):
+                    x = x * 0.5
+                    if self.should_stop(x):
+                        logger.debug("early exit after %d steps", step)
+                        break
+                return x
+        ''') == []
