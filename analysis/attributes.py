@@ -131,10 +131,8 @@ class _InitWalker(FunctionWalker):
     def __init__(self, analysis, function: FunctionInfo, self_type: Ty | None = None, visiting=frozenset(),
                  params: tuple | None = None):
         self_type = self_type or Ty(K.MODULE, ref=function.cls)
-        params = params or tuple([self_type] + [  # `hooks=None` left out of a construction is None
-            K.T_NONE if isinstance(default, ast.Constant) and default.value is None
-            else parameter_type(function.module, arg, default, guess_tensor=False)
-            for arg, default in args_with_defaults(function.node)][1:])
+        params = params or tuple([self_type] + [
+            _unconstructed_parameter(function, arg, default) for arg, default in args_with_defaults(function.node)][1:])
         super().__init__(analysis, function, "init", params, (), MAX_DEPTH)
         self.attributes: dict[str, Ty] = {}
         self.self_type = self_type
@@ -184,3 +182,12 @@ class _InitWalker(FunctionWalker):
             if empty:
                 self.attributes[func.value.attr] = K.seq_of(element)
         return super().expr_Call(node)
+
+
+def _unconstructed_parameter(function: FunctionInfo, arg: ast.arg, default) -> Ty:
+    """An `__init__` parameter when no construction is seen: `hooks=None` is None, unless its
+    annotation names a workspace class (`input_fq: Optional[FakeQuant] = None` is meant to hold one)."""
+    ty = parameter_type(function.module, arg, default, guess_tensor=False)
+    if isinstance(default, ast.Constant) and default.value is None:
+        return ty.but(optional=True) if ty.kind in (K.MODULE, K.OBJ) and isinstance(ty.ref, ClassInfo) else K.T_NONE
+    return ty

@@ -89,7 +89,7 @@ def same(a, b, path="out", atol=1e-5, rtol=1e-4):
                 return d
         return None
     if isinstance(a, float) and isinstance(b, float):
-        return None if abs(a - b) <= atol + rtol * abs(a) or (a != a and b != b) else f"{path}: {a} vs {b}"
+        return None if a == b or abs(a - b) <= atol + rtol * abs(a) or (a != a and b != b) else f"{path}: {a} vs {b}"
     if type(a) is not type(b):
         return f"{path}: {type(a).__name__} vs {type(b).__name__}"
     if isinstance(a, torch.Generator):  # two copies: the same state, i.e. the same draws used
