@@ -27,7 +27,11 @@ SKIPPED_CALLS = {
     "torch.set_num_threads", "torch.set_flush_denormal", "torch.set_anomaly_enabled",
     "torch.autograd.set_detect_anomaly", "torch.typename", "torch.hub.get_dir",
     "torch.utils.data.get_worker_info", "torch.utils.data.default_collate",
+    "warnings.simplefilter", "warnings.filterwarnings", "warnings.resetwarnings",
 }
+# Library base classes whose Python `__init__` Dynamo skips: constructing a subclass breaks (GB0007;
+# measured on 2.13 for StyleGAN's `suppress_tracer_warnings(warnings.catch_warnings)`).
+SKIPPED_BASE_CLASSES = {"warnings.catch_warnings"}
 # Sparse tensors: the constructors are skipped (GB0007) and the sparse result cannot enter a graph
 # ("Attempted to wrap sparse Tensor", GB0015, at its first use), measured on 2.13.
 SPARSE_CONSTRUCTORS = {"torch.sparse_coo_tensor", "torch.sparse_csr_tensor", "torch.sparse_csc_tensor",
@@ -277,7 +281,7 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
         if returns is not None:
             return returns
     if callee is not None and callee.kind == K.CLASS and isinstance(callee.ref, ClassInfo):
-        return walker.analysis.instance_type(walker, callee.ref, args, kwargs)
+        return construct(walker, node, callee.ref, args, kwargs)
     if callee is not None and callee.kind == K.MODULE:
         return module_call(walker, node, callee, args, kwargs)
     if isinstance(func, ast.Name) and dotted == func.id and (callee is None or callee.kind == K.UNKNOWN):
@@ -294,7 +298,7 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
             return walker.call_user(node, function, args, kwargs)
         cls = walker.module.resolve_class(dotted)
         if cls is not None:
-            return walker.analysis.instance_type(walker, cls, args, kwargs)
+            return construct(walker, node, cls, args, kwargs)
         return library_call(walker, node, dotted, args, kwargs)
     return K.T_UNKNOWN
 
@@ -539,9 +543,13 @@ def tensor_method(walker, node: ast.Call, name: str, receiver: Ty, args: list[Ty
         return K.seq_of(K.T_DATA)
     if name in K.DYNAMIC_SHAPE_OPS or (name == "repeat_interleave" and args and args[0].maybe_tensor):
         walker.report("FL105", node, f"`.{name}()` returns a data-dependent number of elements")
-        return K.T_INT_TENSOR if name in ("nonzero", "argwhere", "bincount") else K.T_TENSOR
+        return K.T_TENSOR_SEQ if _as_tuple(node) else \
+            K.T_INT_TENSOR if name in ("nonzero", "argwhere", "bincount") else K.T_TENSOR
     if name == "requires_grad_":
         walker.report("FL140", node, "`requires_grad_()` inside compiled code")
+        return receiver
+    if name == "random_" or name == "uniform_" and "from" in kwargs:  # Dynamo refuses them (GB0107)
+        walker.report("FL121", node, f"`Tensor.{name}()` is not traceable: use the out-of-place op")
         return receiver
     if name in ("resize_", "resize_as_"):  # measured on 2.13: not traceable (GB0148)
         walker.report("FL121", node, f"`Tensor.{name}()` is not traceable: the graph breaks")
@@ -687,6 +695,23 @@ def module_call(walker, node: ast.Call, module: Ty, args: list[Ty], kwargs: dict
 
 
 # --- library calls -----------------------------------------------------------------------------
+def construct(walker, node: ast.Call, cls: ClassInfo, args: list[Ty], kwargs: dict) -> Ty:
+    """An object of a workspace class: its type, with what its `__init__` stores."""
+    pending, seen = [cls], set()
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        skipped = SKIPPED_BASE_CLASSES.intersection(current.bases)
+        if skipped:
+            walker.report("FL121", node, f"`{cls.name}` extends `{min(skipped)}`, whose `__init__` Dynamo skips: "
+                                         "the graph breaks")
+            break
+        pending.extend(current.module.base_classes(current))
+    return walker.analysis.instance_type(walker, cls, args, kwargs)
+
+
 def library_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
     if dotted.startswith("torch."):
         return torch_call(walker, node, dotted, args, kwargs)
@@ -854,8 +879,8 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
         if name in K.DYNAMIC_SHAPE_OPS or (name == "repeat_interleave" and K.is_dynamic_repeat(args)) \
                 or (name == "where" and len(args) == 1 and not kwargs):
             walker.report("FL105", node, f"`{dotted}` returns a data-dependent number of elements")
-            return K.T_INT_TENSOR if name in ("nonzero", "argwhere", "bincount") else K.T_TENSOR_SEQ \
-                if name == "where" else K.T_TENSOR
+            return K.T_TENSOR_SEQ if name == "where" or _as_tuple(node) else \
+                K.T_INT_TENSOR if name in ("nonzero", "argwhere", "bincount") else K.T_TENSOR
         if namespace == "torch.nn.functional" and (name in SIZE_CHECKING_FUNCTIONS or (
                 name == "embedding" and _padding_index_checked(walker, node)) or (
                 name == "batch_norm" and _keyword_is(node, "training", True))):
@@ -901,6 +926,12 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
     if name[:1].isupper():
         return Ty(K.OBJ, ref=dotted)
     return K.T_TENSOR if namespace.startswith(("torch.ops", "torch.distributions")) else K.T_UNKNOWN
+
+
+def _as_tuple(node: ast.Call) -> bool:
+    """`nonzero(..., as_tuple=True)`: one index tensor per dimension, in a tuple."""
+    return any(kw.arg == "as_tuple" and isinstance(kw.value, ast.Constant) and kw.value.value is True
+               for kw in node.keywords)
 
 
 def _tensor_tuple(name: str) -> Ty:

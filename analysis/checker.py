@@ -24,6 +24,9 @@ from .rules import GRAPH_BREAK, RULES, TRACE_UNSAFE
 from .source import _split_lines
 
 MAX_DEPTH = 12
+# Expressions that put an operation in Dynamo's graph when they give a tensor (with subscripts of one).
+GRAPH_OPS = {ast.Call, ast.BinOp, ast.UnaryOp, ast.Compare}
+ARITHMETIC = {ast.BinOp, ast.UnaryOp}
 CLOSURE = "<closure>"  # marks the closure entry appended to a nested function's parameters
 COMPILING_CHECKS = {"torch.compiler.is_compiling", "torch.compiler.is_dynamo_compiling",
                     "torch._dynamo.is_compiling", "torch._utils.is_compiling"}
@@ -103,6 +106,8 @@ class FunctionWalker:
         self.resume_pending = False
         # comprehensions since the frame last resumed that Python reruns if Dynamo skips the frame
         self.python_reruns: list[ast.expr] = []
+        self.segment_ops = 0  # tensor operations traced since the frame last resumed
+        self.finished = False  # a folded branch returned: nothing after it is traced
         self.break_count = 0  # graph breaks so far in this frame
         self.callee_breaks = 0  # of which at calls of user functions that break (FL132)
         self.quiet = 0  # > 0 inside code Dynamo traces only on unusual paths (except handlers)
@@ -365,12 +370,15 @@ class FunctionWalker:
     # --- statements ----------------------------------------------------------------------------
     def block(self, statements: list[ast.stmt]) -> None:
         for index, statement in enumerate(statements):
+            if self.finished:
+                return
             self.position.append((statements, index))
             try:
                 self.statement(statement)
                 if self.resume_pending:  # decided once the statement that broke has finished
                     self.resume_pending = False
                     self.python_reruns.clear()
+                    self.segment_ops = 0
                     if not self.dead and not self.resume_is_traced():
                         self.dead = True  # the resumed frame holds no tensor: left to Python
             finally:
@@ -497,6 +505,12 @@ class FunctionWalker:
 
     def stmt_Return(self, node: ast.Return) -> None:
         value = self.expr(node.value) if node.value is not None else K.T_NONE
+        if self.break_count and not self.segment_ops and not self.dead:
+            # Dynamo skips a resumed part of the frame that traced no tensor operation ("No ops
+            # traced", measured on 2.13): Python runs it, comprehensions included
+            for comprehension in self.python_reruns:
+                self._record("FL135", comprehension, None, None, None)
+            self.python_reruns.clear()
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, bool):
             value = value.but(ref=node.value.value)  # `def should_stop(...): return False` folds a caller's `if`
         self.returns = value if self.returns is None else K.join(self.returns, value)
@@ -508,7 +522,10 @@ class FunctionWalker:
             if ty.kind == K.BOOL and isinstance(ty.ref, bool) and not isinstance(node.test, ast.BoolOp):
                 known = ty.ref != (isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not))
         if known is not None:  # folded while tracing: only one branch is ever traced
-            self.block(node.body if known else node.orelse)
+            branch = node.body if known else node.orelse
+            self.block(branch)
+            if branch and isinstance(branch[-1], (ast.Return, ast.Raise)):
+                self.finished = True  # `if mode == "max": return ...`: the rest is never traced
             return
         before = dict(self.env)
         narrowed = self.isinstance_narrowing(node.test)
@@ -696,6 +713,11 @@ class FunctionWalker:
         if isinstance(node, ast.Name) and node.id in self.env:
             ty = self.env[node.id]
             return ty.ref if ty.kind == K.BOOL and isinstance(ty.ref, bool) else None
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)) \
+                and isinstance(node.left, ast.Name) and isinstance(node.comparators[0], ast.Constant):
+            ty = self.env.get(node.left.id)  # `limit_type == "max"` with limit_type left at its default
+            if ty is not None and isinstance(ty.ref, K.Literal):
+                return (ty.ref.value == node.comparators[0].value) == isinstance(node.ops[0], ast.Eq)
         if isinstance(node, ast.Name) and node.id not in self.local_imports:
             value = self.module.globals.get(node.id)
             if isinstance(value, ast.Constant) and not self.module.mutated_globals & {node.id}:
@@ -751,7 +773,10 @@ class FunctionWalker:
                 if isinstance(child, ast.expr):
                     self.expr(child)
             return K.T_UNKNOWN
-        return method(self, node)
+        ty = method(self, node)
+        if (ty.kind == K.TENSOR or ty.kind == K.UNKNOWN and type(node) in ARITHMETIC) and type(node) in GRAPH_OPS:
+            self.segment_ops += 1  # (arithmetic on a value of unknown type: likely a tensor's)
+        return ty
 
     def expr_Constant(self, node: ast.Constant) -> Ty:
         return literal_type(node.value)
@@ -949,6 +974,7 @@ class FunctionWalker:
                 return self.element_type(container)
         index = self.expr(node.slice)
         if container.kind == K.TENSOR:
+            self.segment_ops += 1
             if isinstance(node.ctx, ast.Load):
                 self.check_tensor_index(node, index)
             # `order[0]` of an index tensor (argsort, argmax(dim)...) is, in practice, a 0-d index.

@@ -130,7 +130,8 @@ def holds_tensor(ty: Ty) -> bool:
     them (objects of other classes do not count, even holding tensors)."""
     if ty.maybe_tensor or ty.kind in (K.MODULE, K.NDARRAY):
         return True
-    if ty.kind in (K.SEQ, K.DICT):
+    if ty.kind in (K.SEQ, K.DICT):  # a dict of values not known: in compiled code, most often tensors
         element = ty.ref if isinstance(ty.ref, Ty) else None
-        return element is None or holds_tensor(element) or any(holds_tensor(item) for item in ty.items or ())
+        return element is None or ty.kind == K.DICT and element.kind == K.UNKNOWN or holds_tensor(element) or \
+            any(holds_tensor(item) for item in ty.items or ())
     return False

@@ -126,6 +126,12 @@ T_LR_SCHEDULER = Ty(OBJ, ref="torch.optim.lr_scheduler.LRScheduler")
 T_PARAM_GROUP = Ty(OBJ, ref="torch.optim.Optimizer.param_groups[i]")  # a dict Dynamo guards on
 
 
+class Literal(NamedTuple):
+    """The `ref` of a STR/INT parameter left at its literal default (`limit_type: str = "max"`):
+    Dynamo and the tracer see the constant, so `if limit_type == "max":` is folded."""
+    value: object
+
+
 def bool_literal(value: bool) -> Ty:
     """`warning=False` passed to (or defaulted in) a callee: its `if warning:` is folded."""
     return Ty(BOOL, ref=value)

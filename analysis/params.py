@@ -248,7 +248,10 @@ def _default_type(callee: FunctionInfo, arg: ast.arg, default: ast.expr | None) 
         return K.bool_literal(default.value)
     if isinstance(default, ast.Constant) and default.value is None:
         return K.T_NONE  # not passed: it is None (`generator=None` draws from the global generator)
-    return parameter_type(callee.module, arg, default, guess_tensor=False)
+    ty = parameter_type(callee.module, arg, default, guess_tensor=False)
+    if isinstance(default, ast.Constant) and isinstance(default.value, str) and ty.kind == K.STR:
+        return ty.but(ref=K.Literal(default.value))
+    return ty
 
 
 def args_with_defaults(node):

@@ -253,3 +253,53 @@ def test_a_hook_returning_a_constant_folds_the_branch_that_calls_it():
                         break
                 return x
         ''') == []
+
+
+def test_a_resumed_part_with_no_tensor_operation_runs_in_python():
+    # 2.13 skips a resumed part of a frame that traces no tensor operation ("No ops traced"): the
+    # dict comprehension after the break then runs in Python, as a frame Dynamo cannot iterate
+    # (GB4347). With a multiplication in it, the part is compiled and the comprehension inlined.
+    assert findings('''\
+        import torch
+
+        @torch.compile
+        def relabel(est: dict, scores):
+            names = list(est)
+            best = int(scores.argmax())
+            return {name: est[names[(i + best) % 2]] for i, name in zip(range(2), names)}
+
+        @torch.compile
+        def rescale(est: dict, scores):
+            names = list(est)
+            best = int(scores.argmax())
+            return {name: est[name] * best for i, name in zip(range(2), names)}
+        ''') == [(6, "FL102"), (7, "FL135"), (12, "FL102")]
+
+
+def test_library_breaks_found_in_round_16():
+    # measured on 2.13 (gan_training, export_text_detection): warnings.simplefilter is skipped
+    # (GB0007), and so is warnings.catch_warnings.__init__ when a subclass is built; Tensor.random_
+    # is refused (GB0107); nonzero(as_tuple=True) gives a tuple, whose unpacking bakes nothing
+    # under the tracer; a string parameter left at its default folds its comparisons.
+    assert findings('''\
+        import warnings
+        import torch
+
+        class suppress(warnings.catch_warnings):
+            pass
+
+        @torch.compile
+        def quiet(x):
+            warnings.simplefilter("ignore")
+            with suppress():
+                y = x * 2
+            return y.new_empty(()).random_(1, 5)
+
+        def centroid(score, limit: str = "max"):
+            ys, xs = torch.nonzero(score > 0.5, as_tuple=True)
+            if limit == "max":
+                return ys.float().mean()
+            return xs.float().mean() if xs.numel() > 3 else score.sum()
+
+        traced = torch.jit.trace(centroid, (torch.rand(4, 4),))
+        ''') == [(9, "FL121"), (10, "FL121"), (12, "FL121")]
