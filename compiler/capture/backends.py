@@ -6,6 +6,7 @@ makes them differentiable op by op; explain() reports this per region.
 """
 from __future__ import annotations
 
+import copy
 import functools
 
 import torch
@@ -98,12 +99,28 @@ class FuseLensBackend(_AtenGraphBackend):
         def boxed(g, example):
             return make_boxed_func(compile_graph(g, example))
         try:  # traces the joint graph now, on fake copies of the inputs
-            fn = aot_module_simplified(region.gm, list(example_inputs), fw_compiler=boxed, bw_compiler=boxed,
-                                       decompositions=decompositions())
+            fn = aot_module_simplified(_rnn_layers_keep_workspace(region.gm), list(example_inputs),
+                                       fw_compiler=boxed, bw_compiler=boxed, decompositions=decompositions())
             return _without_autocast(region, fn), "compiled forward and backward (joint graph through AOTAutograd)"
         except Exception as e:  # noqa: BLE001 - any failure: torch replays the calls, gradients exact
             run, _ = super().compile_autograd(region, example_inputs)
             return run, f"eager: AOTAutograd failed ({type(e).__name__}: {str(e)[:80]})"
+
+
+def _rnn_layers_keep_workspace(gm):
+    """An eval-mode LSTM traced as mkldnn_rnn_layer(train=False) returns no workspace, and the
+    backward AOT autograd derives from it reads one (it crashed the process). With train=True the
+    layer computes the same values and keeps its workspace (dropout between layers is applied
+    outside the layer, by the traced graph): a copy of the graph with the flag set."""
+    layer = torch.ops.aten.mkldnn_rnn_layer.default
+    nodes = [n for n in gm.graph.nodes if n.target is layer and len(n.args) > 15 and n.args[15] is False]
+    if not nodes:
+        return gm
+    graph = copy.deepcopy(gm.graph)
+    for node in graph.nodes:
+        if node.target is layer and len(node.args) > 15:
+            node.args = (*node.args[:15], True, *node.args[16:])
+    return torch.fx.GraphModule(gm, graph)
 
 
 def _not_aot_compilable(region) -> str | None:

@@ -178,8 +178,10 @@ class ControlMixin:
     # -- data-dependent branches --
     def branch(self, stmt, frame, test, loop=None):
         """`if test:` on a run-time value: Python decides; the other side is captured lazily."""
-        if type(test) is TVar:  # a branch on a value Python computed is a region boundary, not a break
-            self.flush(keep=[test])
+        # The side not taken resumes from a snapshot, which needs every live value in a program
+        # variable: the open region ends here either way (on a value Python computed, not a break)
+        self.flush(keep=[test])
+        if type(test) is TVar:
             self.record_break(Break("data-dependent branch" if loop is None else "data-dependent loop condition",
                                     "FL101", stmt.test), stmt, frame)
         cond = self.value_expr(test)

@@ -175,6 +175,8 @@ class Capture(ExprMixin, CallMixin, StatementMixin, ControlMixin, EmitMixin, Sto
             elif t is Closure:
                 stack.extend(v.defaults)
                 stack.extend(v.kwdefaults.values())
+            elif t in resume.SEQUENCE_ITERATORS:  # `w_iter = iter(ws.unbind(1))` kept across a break
+                stack.extend(resume.items_left(v))
         return out
 
     def substitute(self, mapping):

@@ -11,6 +11,16 @@ from .guards import constant_like
 from .values import ArgSource, Closure, Ext, TVar, is_dyn
 
 
+SEQUENCE_ITERATORS = (type(iter([])), type(iter(())), type(iter(range(0))))
+
+
+def items_left(iterator) -> list:
+    """What a list, tuple or range iterator would still yield, without advancing it."""
+    reduced = iterator.__reduce__()  # (iter, (sequence,), position), or (iter, ((),)) once exhausted
+    position = reduced[2] if len(reduced) > 2 else 0
+    return list(reduced[1][0])[position:]
+
+
 class Cont:
     """An encoded continuation; identical encodings resume at the same point."""
 
@@ -78,6 +88,11 @@ def encode(cap, cont_entries, loop_head=False) -> State:
             if t is dict:
                 return ("dict", memo[id(v)], [(enc(k, None), enc(x, None)) for k, x in v.items()])
             return (t.__name__, memo[id(v)], [enc(x, None) for x in v])
+        if t in SEQUENCE_ITERATORS:  # resumed as an iterator over the items it has left
+            if id(v) in memo:
+                return ("ref", memo[id(v)])
+            memo[id(v)] = len(memo)
+            return ("iter", memo[id(v)], [enc(x, None) for x in items_left(v)])
         if t is Closure:
             return ("closure", v.node, index[id(v.frame)], enc(v.defaults, None), enc(v.kwdefaults, None), v.name)
         if isinstance(v, tuple):
@@ -148,6 +163,10 @@ def decode(cap, cont: Cont, args):
             return out
         if kind == "tuple":
             out = tuple(dec(i) for i in x[2])
+            memo[x[1]] = out
+            return out
+        if kind == "iter":
+            out = iter([dec(i) for i in x[2]])
             memo[x[1]] = out
             return out
         if kind == "struct":

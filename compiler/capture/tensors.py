@@ -8,6 +8,7 @@ an op whose result depends on tensor data raises, and the statement becomes a gr
 from __future__ import annotations
 
 import functools
+import keyword
 import logging
 import types
 
@@ -136,6 +137,8 @@ class Recorder(TorchDispatchMode):
         if not schema.is_mutable and not _has_tensor(out):
             return out  # metadata query (prim.device, sym_size, is_contiguous, ...)
         region = tracer.cap.region
+        if keyword.iskeyword(func._overloadname):  # aten.random_.from: a graph cannot name it
+            raise Break(f"{func} has an overload name Python cannot spell")
         if torch.is_grad_enabled() != region.ambient.grad:
             raise Break(f"{func} runs with a grad mode other than its region's")
         node = region.node("call_function", func, *tree_map(self._arg, (args, kwargs)))

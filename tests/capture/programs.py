@@ -910,3 +910,31 @@ _encoder_on_intermediate = _EncoderOnIntermediate().eval()
 @case((r(2, 5, 8),))
 def library_layer_rebinds_alias(x):
     return _encoder_on_intermediate(x)
+
+
+@case((r(3, 4), True), (r(3, 4), False))
+def iterator_kept_across_a_fallback(ws, scale):
+    # StyleGAN's synthesis block: an iterator over a tuple the trace made outlives a statement that
+    # runs in Python; resuming there must rebuild it over the items it has left
+    w_iter = iter(ws.unbind(dim=0))
+    first = next(w_iter) * 2
+    factor = float(first.sum()) if scale else 1.0
+    return first + next(w_iter) * factor + next(w_iter)
+
+
+def _combine(x, y, fused):
+    w = x * 2
+    if fused:  # decided by a value Python computed, while `w` is only in the open region
+        return w * y
+    return w + y
+
+
+@case((A,), (-A,))
+def branch_on_a_value_python_computed(x):
+    # StyleGAN's modulated_conv2d: the side not taken resumes from a snapshot, which needs every
+    # live value in a program variable
+    y = x.exp()
+    fused = float(x.sum()) > 0
+    z = _combine(x, y, fused)
+    return z + y
+
