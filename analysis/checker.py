@@ -524,7 +524,7 @@ class FunctionWalker:
         if known is not None:  # folded while tracing: only one branch is ever traced
             branch = node.body if known else node.orelse
             self.block(branch)
-            if branch and isinstance(branch[-1], (ast.Return, ast.Raise)):
+            if branch and isinstance(branch[-1], (ast.Return, ast.Raise)) and not self.loops:
                 self.finished = True  # `if mode == "max": return ...`: the rest is never traced
             return
         before = dict(self.env)
