@@ -543,7 +543,7 @@ def tensor_method(walker, node: ast.Call, name: str, receiver: Ty, args: list[Ty
         return K.seq_of(K.T_DATA)
     if name in K.DYNAMIC_SHAPE_OPS or (name == "repeat_interleave" and args and args[0].maybe_tensor):
         walker.report("FL105", node, f"`.{name}()` returns a data-dependent number of elements")
-        return K.T_TENSOR_SEQ if _as_tuple(node) else \
+        return K.T_TENSOR_SEQ if _keyword_is(node, "as_tuple", True) else \
             K.T_INT_TENSOR if name in ("nonzero", "argwhere", "bincount") else K.T_TENSOR
     if name == "requires_grad_":
         walker.report("FL140", node, "`requires_grad_()` inside compiled code")
@@ -879,7 +879,7 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
         if name in K.DYNAMIC_SHAPE_OPS or (name == "repeat_interleave" and K.is_dynamic_repeat(args)) \
                 or (name == "where" and len(args) == 1 and not kwargs):
             walker.report("FL105", node, f"`{dotted}` returns a data-dependent number of elements")
-            return K.T_TENSOR_SEQ if name == "where" or _as_tuple(node) else \
+            return K.T_TENSOR_SEQ if name == "where" or _keyword_is(node, "as_tuple", True) else \
                 K.T_INT_TENSOR if name in ("nonzero", "argwhere", "bincount") else K.T_TENSOR
         if namespace == "torch.nn.functional" and (name in SIZE_CHECKING_FUNCTIONS or (
                 name == "embedding" and _padding_index_checked(walker, node)) or (
@@ -926,12 +926,6 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
     if name[:1].isupper():
         return Ty(K.OBJ, ref=dotted)
     return K.T_TENSOR if namespace.startswith(("torch.ops", "torch.distributions")) else K.T_UNKNOWN
-
-
-def _as_tuple(node: ast.Call) -> bool:
-    """`nonzero(..., as_tuple=True)`: one index tensor per dimension, in a tuple."""
-    return any(kw.arg == "as_tuple" and isinstance(kw.value, ast.Constant) and kw.value.value is True
-               for kw in node.keywords)
 
 
 def _tensor_tuple(name: str) -> Ty:

@@ -24,7 +24,8 @@ from .rules import GRAPH_BREAK, RULES, TRACE_UNSAFE
 from .source import _split_lines
 
 MAX_DEPTH = 12
-# Expressions that put an operation in Dynamo's graph when they give a tensor (with subscripts of one).
+# Expressions that put an operation in Dynamo's graph when they give a tensor (with subscripts of one);
+# arithmetic counts when its type is unknown too.
 GRAPH_OPS = {ast.Call, ast.BinOp, ast.UnaryOp, ast.Compare}
 ARITHMETIC = {ast.BinOp, ast.UnaryOp}
 CLOSURE = "<closure>"  # marks the closure entry appended to a nested function's parameters
@@ -205,12 +206,28 @@ class FunctionWalker:
 
     def die(self, node: ast.AST, cause: str = "Graph break inside a loop, try or generator") -> None:
         self.dead = True
-        for comprehension in self.python_reruns:  # Dynamo runs the frame from where it last resumed
-            self._record("FL135", comprehension, None, None, None)
-        self.python_reruns.clear()
+        self.rerun_in_python()  # Dynamo runs the frame from where it last resumed
         span = self.relative_span(node)
         self.result.findings.append(("FL150", span, f"{cause}: Dynamo skips the rest "
                                                     f"of `{self.function.qualname}` (it runs eagerly)", None))
+
+    def rerun_in_python(self) -> None:
+        """Python runs the comprehensions since the frame last resumed: each is a frame of its own
+        that Dynamo cannot iterate (comprehensions.py)."""
+        for comprehension in self.python_reruns:
+            self._record("FL135", comprehension, None, None, None)
+        self.python_reruns.clear()
+
+    def call_unresumable(self, node: ast.AST, callee: FunctionInfo, args: list, receiver: Ty, cause: str) -> Ty:
+        """Walks a call Dynamo inlines at a point it cannot resume from (a property's getter at an
+        attribute load, a context manager's `__enter__`/`__exit__`, measured on 2.13): a break in
+        it makes Dynamo run the rest of the frame eagerly."""
+        breaks = self.break_count
+        value = self.call_user(node, callee, args, {}, receiver=receiver)
+        if self.break_count > breaks and not self.dead and self.mode == COMPILE:
+            self.resume_pending = False
+            self.die(node, cause)
+        return value
 
     def skip_frame(self, node: ast.AST, cause: str) -> None:
         """After a break Dynamo cannot resume from (measured on 2.13: at an RNN module, an
@@ -508,9 +525,7 @@ class FunctionWalker:
         if self.break_count and not self.segment_ops and not self.dead:
             # Dynamo skips a resumed part of the frame that traced no tensor operation ("No ops
             # traced", measured on 2.13): Python runs it, comprehensions included
-            for comprehension in self.python_reruns:
-                self._record("FL135", comprehension, None, None, None)
-            self.python_reruns.clear()
+            self.rerun_in_python()
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, bool):
             value = value.but(ref=node.value.value)  # `def should_stop(...): return False` folds a caller's `if`
         self.returns = value if self.returns is None else K.join(self.returns, value)
@@ -617,20 +632,13 @@ class FunctionWalker:
             self.context_method(expr, context, "__exit__", [K.T_NONE] * 3)
 
     def context_method(self, node: ast.expr, context: Ty, name: str, args: list) -> Ty | None:
-        """Walks `__enter__`/`__exit__` of a workspace class's object; a break in it is one Dynamo
-        cannot resume from: the rest of the frame runs eagerly (measured on 2.13). None when the
-        object has no such method."""
+        """Walks `__enter__`/`__exit__` of a workspace class's object; None when it has none."""
         if context.kind not in (K.OBJ, K.MODULE) or not isinstance(context.ref, ClassInfo):
             return None
         method = context.ref.lookup_method(name)
         if method is None:
             return None
-        breaks = self.break_count
-        value = self.call_user(node, method, args, {}, receiver=context)
-        if self.break_count > breaks and not self.dead and self.mode == COMPILE:
-            self.resume_pending = False
-            self.die(node, f"Graph break in `{method.qualname}`")
-        return value
+        return self.call_unresumable(node, method, args, context, f"Graph break in `{method.qualname}`")
 
     stmt_AsyncWith = stmt_With
 
@@ -774,7 +782,7 @@ class FunctionWalker:
                     self.expr(child)
             return K.T_UNKNOWN
         ty = method(self, node)
-        if (ty.kind == K.TENSOR or ty.kind == K.UNKNOWN and type(node) in ARITHMETIC) and type(node) in GRAPH_OPS:
+        if ty.kind == K.TENSOR and type(node) in GRAPH_OPS or ty.kind == K.UNKNOWN and type(node) in ARITHMETIC:
             self.segment_ops += 1  # (arithmetic on a value of unknown type: likely a tensor's)
         return ty
 
@@ -895,13 +903,7 @@ class FunctionWalker:
         if owner.kind in (K.MODULE, K.OBJ) and isinstance(owner.ref, ClassInfo) and isinstance(node.ctx, ast.Load):
             getter = owner.ref.lookup_method(attr)
             if getter is not None and _is_property(getter):  # Dynamo inlines the getter
-                breaks = self.break_count
-                value = self.call_user(node, getter, [], {}, receiver=owner)
-                if self.break_count > breaks and not self.dead and self.mode == COMPILE:
-                    # the break is at an attribute load, where Dynamo cannot resume (measured on 2.13)
-                    self.resume_pending = False
-                    self.die(node, "Graph break inside a property getter")
-                return value
+                return self.call_unresumable(node, getter, [], owner, "Graph break inside a property getter")
         if owner.kind == K.MODULE:
             if isinstance(owner.ref, ClassInfo):
                 self.guard_attribute(owner.ref, attr)

@@ -97,7 +97,7 @@ def own_frame_traced(walker, node: ast.expr) -> bool:
     variable of the enclosing frame that holds a tensor or module, or names a torch/numpy module."""
     bound = {target.id for generator in node.generators for target in ast.walk(generator.target)
              if isinstance(target, ast.Name)}
-    parts = [child for generator in node.generators[1:] for child in (generator.iter,)]
+    parts = [generator.iter for generator in node.generators[1:]]
     parts += [condition for generator in node.generators for condition in generator.ifs]
     parts += [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
     names = {child.id for part in parts for child in ast.walk(part)

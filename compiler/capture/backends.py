@@ -91,10 +91,10 @@ class FuseLensBackend(_AtenGraphBackend):
 
         from ..backend import compile_graph, decompositions
 
-        eager = _not_aot_compilable(region)
-        if eager is not None:
+        if region.create_graph_line:
             run, _ = super().compile_autograd(region, example_inputs)
-            return run, f"eager: {eager}"
+            return run, (f"eager: create_graph=True at line {region.create_graph_line} differentiates through "
+                         "it twice, which AOT-compiled backward graphs cannot")
 
         def boxed(g, example):
             return make_boxed_func(compile_graph(g, example))
@@ -113,22 +113,13 @@ def _rnn_layers_keep_workspace(gm):
     layer computes the same values and keeps its workspace (dropout between layers is applied
     outside the layer, by the traced graph): a copy of the graph with the flag set."""
     layer = torch.ops.aten.mkldnn_rnn_layer.default
-    nodes = [n for n in gm.graph.nodes if n.target is layer and len(n.args) > 15 and n.args[15] is False]
-    if not nodes:
+    if not any(n.target is layer and len(n.args) > 15 and n.args[15] is False for n in gm.graph.nodes):
         return gm
     graph = copy.deepcopy(gm.graph)
     for node in graph.nodes:
         if node.target is layer and len(node.args) > 15:
             node.args = (*node.args[:15], True, *node.args[16:])
     return torch.fx.GraphModule(gm, graph)
-
-
-def _not_aot_compilable(region) -> str | None:
-    """Why this region's forward and backward cannot be compiled from its joint graph, if so."""
-    if region.create_graph_line:
-        return (f"create_graph=True at line {region.create_graph_line} differentiates through it twice, which "
-                "AOT-compiled backward graphs cannot")
-    return None
 
 
 @functools.lru_cache(maxsize=None)
