@@ -37,11 +37,15 @@ GENERATOR_METHODS = {"parameters", "named_parameters", "buffers", "named_buffers
 MAPPING_METHODS = {"items", "keys", "values"}
 OBJECT_BUILTINS = {"zip", "map", "filter"}
 LIST_BUILTINS = {"list", "sorted", "reversed"}  # reversed: a reverse iterator, rebuilt as a tuple one
-# Modules among torch's and numpy's, by the last part of their dotted name (a name bound to one
-# puts the comprehension's frame under compilation).
-MODULE_NAMES = {"torch", "numpy", "nn", "functional", "fft", "linalg", "special", "distributions", "autograd",
-                "init", "cuda", "optim", "jit", "utils", "checkpoint", "distributed", "random", "amp", "func",
-                "sparse", "nested", "masked", "fx", "nn.functional"}
+# `has_tensor_in_frame` also compiles a frame that names a global bound to torch, to any torch
+# module, to numpy itself or to a numpy function (not a numpy submodule). An import target is
+# told apart from a function by the last part of its dotted name.
+TORCH_SUBMODULES = {"nn", "functional", "fft", "linalg", "special", "distributions", "autograd", "init", "cuda",
+                    "optim", "jit", "utils", "checkpoint", "distributed", "random", "amp", "func", "sparse",
+                    "nested", "masked", "fx", "data", "export", "compiler", "profiler", "backends", "ao"}
+NUMPY_NOT_FUNCTIONS = {"random", "linalg", "fft", "ma", "testing", "polynomial", "lib",  # submodules
+                       "pi", "e", "inf", "nan", "newaxis", "ndarray", "dtype", "float16", "float32", "float64",
+                       "int8", "int16", "int32", "int64", "uint8", "bool_", "complex64", "complex128"}
 
 
 def iterator_kind(walker, iterable_node: ast.expr, iterable: Ty) -> str | None:
@@ -121,8 +125,13 @@ def names_torch(walker, function) -> bool:
 
 
 def _torch_module(target: str | None) -> bool:
-    return bool(target) and target.split(".")[0] in ("torch", "numpy") and (
-        target in MODULE_NAMES or target.split(".", 1)[-1] in MODULE_NAMES)
+    if target in ("torch", "numpy"):
+        return True
+    package, _, rest = (target or "").partition(".")
+    last = rest.rpartition(".")[2]
+    if package == "torch":
+        return last in TORCH_SUBMODULES
+    return package == "numpy" and last.islower() and last not in NUMPY_NOT_FUNCTIONS
 
 
 def holds_tensor(ty: Ty) -> bool:

@@ -276,6 +276,32 @@ def test_a_resumed_part_with_no_tensor_operation_runs_in_python():
         ''') == [(6, "FL102"), (7, "FL135"), (12, "FL102")]
 
 
+def test_a_comprehension_naming_a_torch_submodule_is_compiled_as_a_frame():
+    # 2.13's has_tensor_in_frame compiles a frame that names a global bound to any torch module
+    # (here torch.nn.init), but not one bound to a numpy submodule: Python runs both comprehensions
+    # (the frame is skipped), and only the first one is handed to Dynamo, which cannot iterate a
+    # list (GB4347). randint's break is reported by the trace before the skip.
+    assert findings('''\
+        import torch
+        from torch.nn import init
+        from numpy import random as npr
+
+        @torch.compile
+        def scaled(x, names: list, n: int):
+            gains = [init.calculate_gain(name) for name in names]
+            for i in range(n):
+                print(i)
+            return x * gains[0]
+
+        @torch.compile
+        def seeded(x, names: list, n: int):
+            seeds = [npr.randint(0, 10) + len(name) for name in names]
+            for i in range(n):
+                print(i)
+            return x * seeds[0]
+        ''') == [(7, "FL135"), (9, "FL110"), (9, "FL150"), (14, "FL104"), (16, "FL110"), (16, "FL150")]
+
+
 def test_library_breaks_found_in_round_16():
     # measured on 2.13 (gan_training, export_text_detection): warnings.simplefilter is skipped
     # (GB0007), and so is warnings.catch_warnings.__init__ when a subclass is built; Tensor.random_
