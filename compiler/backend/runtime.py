@@ -252,11 +252,26 @@ def _unit_call(em: _Emitter, unit: Unit, slot) -> str:
     return f"{fn}([{', '.join(f's{slot[b]}' for b in unit.params)}])"
 
 
+_RNN_LAYER_TRAIN = 15  # position of `train` in aten.mkldnn_rnn_layer's schema
+
+
+def rnn_layer_train_flag(node) -> bool | None:
+    """The `train` argument of an mkldnn_rnn_layer call (None for any other node): with it set, the
+    layer returns the workspace its backward reads."""
+    if node.target is torch.ops.aten.mkldnn_rnn_layer.default and len(node.args) > _RNN_LAYER_TRAIN:
+        return node.args[_RNN_LAYER_TRAIN]
+    return None
+
+
+def with_rnn_layer_training(node) -> None:
+    node.args = (*node.args[:_RNN_LAYER_TRAIN], True, *node.args[_RNN_LAYER_TRAIN + 1:])
+
+
 def _saves_workspace_for_backward(node) -> bool:
     """mkldnn_rnn_layer traced for training returns the workspace its backward reads only while
     grad mode is on, and AOT autograd runs compiled forwards with it off: without it, the backward
     is handed an empty workspace and crashes."""
-    return node.target is torch.ops.aten.mkldnn_rnn_layer.default and len(node.args) > 15 and node.args[15] is True
+    return rnn_layer_train_flag(node) is True
 
 
 def _relayout(t, shape, strides):

@@ -112,13 +112,13 @@ def _rnn_layers_keep_workspace(gm):
     backward AOT autograd derives from it reads one (it crashed the process). With train=True the
     layer computes the same values and keeps its workspace (dropout between layers is applied
     outside the layer, by the traced graph): a copy of the graph with the flag set."""
-    layer = torch.ops.aten.mkldnn_rnn_layer.default
-    if not any(n.target is layer and len(n.args) > 15 and n.args[15] is False for n in gm.graph.nodes):
+    from ..backend.runtime import rnn_layer_train_flag, with_rnn_layer_training
+    if not any(rnn_layer_train_flag(n) is False for n in gm.graph.nodes):
         return gm
     graph = copy.deepcopy(gm.graph)
     for node in graph.nodes:
-        if node.target is layer and len(node.args) > 15:
-            node.args = (*node.args[:15], True, *node.args[16:])
+        if rnn_layer_train_flag(node) is False:
+            with_rnn_layer_training(node)
     return torch.fx.GraphModule(gm, graph)
 
 
