@@ -11,7 +11,7 @@ import re
 
 from . import kinds as K
 from .fixes import fix_for
-from .index import COMPILE, EXTERNAL_PREFIXES, ClassInfo, FunctionInfo
+from .index import COMPILE, EXPORT, EXTERNAL_PREFIXES, TRACE, ClassInfo, FunctionInfo
 from .kinds import Ty
 
 LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log", "fatal"}
@@ -49,6 +49,7 @@ TORCH_HOST_QUERIES = {
     "torch.get_float32_matmul_precision": K.T_STR,
 }
 GENERATOR = "torch.Generator"
+TRACERS = (TRACE, EXPORT)  # roots whose truth is torch.jit.trace's (tests/dynamo_oracle.py)
 # Assertions that compare tensor values in Python branches (GB0170 inside torch.testing).
 VALUE_ASSERTIONS = {"torch.testing.assert_close", "torch.testing.assert_allclose"}
 # Stdlib modules implemented in C: Dynamo cannot trace into their functions and marks them as
@@ -207,6 +208,8 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
                                              "Dynamo calls the bound tensor method as skipped code",
                               fix=fix_for("FL132", walker, None, node))
             return tensor_method(walker, node, func.attr, receiver, args, kwargs)
+        if receiver.kind == K.DATA:  # a host value's methods give host values
+            return K.T_DATA
         if receiver.kind == K.UNKNOWN and func.attr in TENSOR_ONLY_METHODS:
             return tensor_method(walker, node, func.attr, K.T_TENSOR, args, kwargs)
         if receiver.kind == K.OBJ and isinstance(receiver.ref, str):
@@ -400,7 +403,7 @@ def builtin_call(walker, node: ast.Call, name: str, args: list[Ty], kwargs: dict
     if name in ("float", "int", "bool", "complex") and first.shape_derived and first.kind in SIZE_KINDS:
         walker.report_size_read(node, f"{name}() of a size: the trace records the number it had")
     if name in ("float", "int", "complex"):
-        return Ty(K.INT if name == "int" else K.NUM, shape_derived=first.shape_derived) \
+        return walker.host_number(Ty(K.INT if name == "int" else K.NUM, shape_derived=first.shape_derived)) \
             if first.kind != K.DATA else K.T_DATA
     if name == "bool":
         return K.T_BOOL if first.kind != K.DATA else K.T_DATA
@@ -421,7 +424,7 @@ def builtin_call(walker, node: ast.Call, name: str, args: list[Ty], kwargs: dict
             if ty.is_tensor:
                 walker.report("FL102", arg, "range() over a tensor bound reads its value on the host")
         sized = any(t.shape_derived for t in args)
-        return Ty(K.SEQ, ref=Ty(K.INT, shape_derived=sized), shape_derived=sized)
+        return Ty(K.SEQ, ref=walker.host_number(Ty(K.INT, shape_derived=sized)), shape_derived=sized)
     if name in ("getattr", "hasattr", "setattr") and first.kind == K.LOGGER:
         walker.report("FL111", node, f"{name}() on a logging.Logger is not traceable")
     if name in ("min", "max") and any(t.shape_derived and t.kind in SIZE_KINDS for t in args):
@@ -534,6 +537,10 @@ def tensor_method(walker, node: ast.Call, name: str, receiver: Ty, args: list[Ty
     if name == "item":
         walker.report("FL102", node, "`.item()` reads the tensor's value on the host",
                       fix=fix_for("FL102", walker, None, node))
+        return K.T_DATA
+    if name == "numpy" and walker.mode in TRACERS:
+        walker.report("FL203", node, "`.numpy()` under torch.jit.trace: the trace keeps the array's values as "
+                                     "constants")
         return K.T_DATA
     if name == "tolist":
         if receiver.integer:
@@ -756,10 +763,11 @@ def library_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: di
         shape = any(t.shape_derived for t in args)
         if shape:
             walker.report_size_read(node, f"`{dotted}` of a size: the trace records the number it gave")
-        return Ty(K.INT if last in ("floor", "ceil", "gcd", "lcm", "prod", "comb", "perm", "isqrt") else K.NUM,
-                  shape_derived=shape)
+        return walker.host_number(Ty(K.INT if last in ("floor", "ceil", "gcd", "lcm", "prod", "comb", "perm",
+                                                       "isqrt") else K.NUM, shape_derived=shape))
     if head in ("numpy", "np") or dotted.startswith("numpy."):
-        return numpy_call(walker, node, dotted, args, kwargs)
+        # torch.jit.trace leaves NumPy to NumPy: host values, silent until they become tensors again
+        return K.T_DATA if walker.mode in TRACERS else numpy_call(walker, node, dotted, args, kwargs)
     if dotted == "random.Random":
         return Ty(K.OBJ, ref=dotted)
     if head == "random" and last[:1].islower():
@@ -855,6 +863,10 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
         walker.report("FL101", node, f"`{dotted}` compares tensor values in Python branches")
         return K.T_NONE
     generator_argument(walker, node, kwargs)
+    if walker.mode in TRACERS and (dotted == "torch.from_numpy" or dotted == "torch.as_tensor" and args
+                                 and not args[0].maybe_tensor):
+        walker.report("FL203", node, f"`{dotted}` under torch.jit.trace: the trace keeps the result as a constant")
+        return K.T_TENSOR
     if dotted in GRAPH_BREAK_CALLS:
         walker.report("FL131", node, "torch._dynamo.graph_break() ends the graph here")
         return K.T_NONE

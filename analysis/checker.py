@@ -192,6 +192,12 @@ class FunctionWalker:
         if self.mode != COMPILE:
             self.report("FL203", node, message)
 
+    def host_number(self, ty: Ty) -> Ty:
+        """A size turned into a Python number (int(), math.floor) or counted out by range():
+        the trace sees a plain number from then on (the conversion warned once, measured on
+        2.13); Dynamo keeps it symbolic, guarded."""
+        return ty if self.mode == COMPILE or not ty.shape_derived else ty.but(shape_derived=False)
+
     def iterate_user_object(self, node: ast.expr, iterable: Ty) -> None:
         """`for layer in self.layers` over a class with its own `__iter__` (a LayerDrop list):
         Dynamo inlines the iterator."""
@@ -546,9 +552,14 @@ class FunctionWalker:
         narrowed = self.isinstance_narrowing(node.test)
         if narrowed is not None:  # `elif isinstance(speakers, (list, tuple)):` — not a tensor in there
             self.env[narrowed[0]] = narrowed[1]
+        not_none = self.none_narrowing(node.test)
+        if not_none is not None and not_none[1]:
+            self.env[not_none[0]] = self.env[not_none[0]].but(optional=False)
         self.block(node.body)
         after_body = self.env
         self.env = dict(before)
+        if not_none is not None and not not_none[1]:  # `if mask is None: mask = ...` else: a mask
+            self.env[not_none[0]] = self.env[not_none[0]].but(optional=False)
         self.block(node.orelse)
         self.env = _merge(after_body, self.env)
 
@@ -563,6 +574,18 @@ class FunctionWalker:
         if not types or None in types:
             return None
         return test.args[0].id, functools.reduce(K.join, types)
+
+    def none_narrowing(self, test: ast.expr) -> tuple[str, bool] | None:
+        """For `name is not None` / `name is None` on an optional local: (name, True / False), whether
+        the body (else: the else branch) is where it holds a value."""
+        if not (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and len(test.ops) == 1
+                and isinstance(test.ops[0], (ast.Is, ast.IsNot)) and isinstance(test.comparators[0], ast.Constant)
+                and test.comparators[0].value is None):
+            return None
+        ty = self.env.get(test.left.id)
+        if ty is None or not ty.optional:
+            return None
+        return test.left.id, isinstance(test.ops[0], ast.IsNot)
 
     def stmt_While(self, node: ast.While) -> None:
         self.test(node.test, node)  # the loop header resumes fine: not "inside" the loop
@@ -1030,6 +1053,8 @@ class FunctionWalker:
                 ty = self.expr(part)
                 if ty.is_tensor:
                     self.report("FL102", part, "Slice bound is a tensor: Dynamo reads its value")
+                elif ty.kind == K.NDARRAY:  # Dynamo traces arrays as tensors
+                    self.report("FL104", part, "Slice bound is a NumPy value traced as a tensor: Dynamo reads it")
         return K.T_OBJ
 
     def expr_Tuple(self, node) -> Ty:

@@ -21,6 +21,7 @@ SCALAR_PARAM_PREFIXES = ("num_", "n_", "max_", "min_", "use_", "is_", "return_",
 # `opt`, `optimizer`, `g_opt`, `d_optim`, `optimizer_G`, `optimizerD`: an optimizer in practice.
 OPTIMIZER_PARAM_NAME = re.compile(r"(?:\w+_)?(?:opt|optim|optimizer)(?:_?[A-Z]|_[a-z])?")
 SCHEDULER_PARAM_NAME = re.compile(r"(?:\w+_)?(?:scheduler|sched)")
+GENERATOR_PARAM_NAME = re.compile(r"(?:\w+_)?(?:generator|rng)")
 
 
 def root_parameters(function: FunctionInfo, owner=None, passed: int | None = None) -> tuple:
@@ -130,6 +131,8 @@ def parameter_type(module: ModuleIndex, arg: ast.arg, default, guess_tensor: boo
         if isinstance(default, ast.Constant):
             value = default.value
             if value is None:
+                if GENERATOR_PARAM_NAME.fullmatch(arg.arg):  # declared to be handed one
+                    return K.T_GENERATOR.but(optional=True)
                 return K.T_TENSOR.but(optional=True) if guess_tensor else K.T_UNKNOWN
             if isinstance(value, bool):
                 return K.T_BOOL

@@ -302,6 +302,36 @@ def test_a_comprehension_naming_a_torch_submodule_is_compiled_as_a_frame():
         ''') == [(7, "FL135"), (9, "FL110"), (9, "FL150"), (14, "FL104"), (16, "FL110"), (16, "FL150")]
 
 
+def test_trace_numpy_and_sizes_turned_into_numbers():
+    # torch.jit.trace 2.13 (probe scripts): .numpy(), torch.from_numpy and torch.as_tensor of an
+    # array warn (the values become constants), NumPy's own work on the host is silent; a size
+    # turned into a number by int() or math.floor, or counted out by range(), is a plain number
+    # from then on: branching on it warns nothing more.
+    assert findings('''\
+        import math
+        import numpy as np
+        import torch
+
+        def clamp_to_percentiles(x):
+            lo, hi = np.percentile(x.detach().numpy(), [2, 98])
+            return x.clamp(float(lo), float(hi))
+
+        def ramp(x):
+            return x * torch.from_numpy(np.linspace(0, 1, 5)).to(x)
+
+        def rounded(x):
+            y = int(math.floor(x.shape[0] / 2 + 0.5) * 2)
+            out = x * 2 if y >= 4 else x
+            for i in range(x.shape[0]):
+                if i > 0:
+                    out = out + i
+            return out
+
+        def export(x):
+            return [torch.jit.trace(clamp_to_percentiles, x), torch.jit.trace(ramp, x), torch.jit.trace(rounded, x)]
+        ''') == [(6, "FL203"), (10, "FL203"), (13, "FL203")]
+
+
 def test_library_breaks_found_in_round_16():
     # measured on 2.13 (gan_training, export_text_detection): warnings.simplefilter is skipped
     # (GB0007), and so is warnings.catch_warnings.__init__ when a subclass is built; Tensor.random_
