@@ -39,6 +39,8 @@ CONTAINER_ANNOTATIONS = {"dict", "list", "Dict", "List", "MutableMapping", "Muta
 GLOBAL_CONTAINERS = {"list", "dict", "collections.defaultdict", "collections.OrderedDict", "collections.deque"}
 
 # Python values Dynamo guards on by value (a module attribute holding one is a constant of the graph).
+ARRAY_ATTRS = {"shape": K.T_SHAPE, "ndim": K.T_RANK_INT, "size": K.T_SHAPE_INT, "dtype": K.T_DTYPE,
+               "itemsize": K.T_INT, "nbytes": K.T_SHAPE_INT}
 PYTHON_VALUES = {K.INT, K.NUM, K.BOOL, K.STR, K.DATA}
 
 # What `isinstance(x, T)` makes x inside the branch.
@@ -923,6 +925,8 @@ class FunctionWalker:
             if attr == "grad":
                 return K.T_TENSOR.but(optional=True)
             return K.T_OBJ
+        if owner.kind == K.NDARRAY and attr in ARRAY_ATTRS:  # sizes, as a tensor's (Dynamo traces arrays)
+            return ARRAY_ATTRS[attr]
         if owner.kind in (K.MODULE, K.OBJ) and isinstance(owner.ref, ClassInfo) and isinstance(node.ctx, ast.Load):
             getter = owner.ref.lookup_method(attr)
             if getter is not None and _is_property(getter):  # Dynamo inlines the getter

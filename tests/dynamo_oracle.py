@@ -330,6 +330,7 @@ def _mutation_sites(source: str) -> dict[str, set[int]]:
                 targets = [node.target]
             else:
                 continue
+            targets = [part for target in targets for part in _unpacked(target)]
             for target in targets:
                 subscripted = False
                 while isinstance(target, ast.Subscript):
@@ -339,6 +340,13 @@ def _mutation_sites(source: str) -> dict[str, set[int]]:
                 elif isinstance(target, ast.Name) and (subscripted or target.id in declared):
                     sites.setdefault(target.id, set()).add(node.lineno)
     return sites
+
+
+def _unpacked(target: ast.expr) -> list[ast.expr]:
+    """`self.var, self.count = ...`: each part of a tuple or list target is stored to."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [part for element in target.elts for part in _unpacked(element)]
+    return [target.value if isinstance(target, ast.Starred) else target]
 
 
 _SHAPE_GUARD_RE = re.compile(r"size\(\)|stride\(\)|(size|stride|rank) mismatch|numel|dim\(\)")
@@ -494,11 +502,14 @@ def _run_case(name, make, path, compiled, sink, result, executed, mutations):
     # shapes of args2 decide differently once the root is warm (called once already).
     _seed()
     root, args, *rest = make()
-    _eager(root, args, path, executed)
+    ran_here: dict = {}  # this case's lines: where its mutations can be
+    _eager(root, args, path, ran_here)
     branches = set()
     if rest:
-        branches = _divergence(_eager(root, args, path, executed),
-                                _eager(root, rest[0], path, executed))
+        branches = _divergence(_eager(root, args, path, ran_here),
+                                _eager(root, rest[0], path, ran_here))
+    for code, lines in ran_here.items():
+        executed.setdefault(code, set()).update(lines)
 
     # A fresh root and inputs for the compiled runs: roots may update weights or inputs in place.
     _seed()
@@ -567,7 +578,7 @@ def _run_case(name, make, path, compiled, sink, result, executed, mutations):
             else:
                 # Dynamo names the line that read the value; the finding belongs where the
                 # compiled code wrote it (the same line for `self.calls += 1`).
-                ran = set().union(*executed.values()) if executed else set()
+                ran = set().union(*ran_here.values())
                 written = set().union(*(mutations.get(n, set()) for n in _guarded_names(guard)))
                 lines = sorted(written & ran) or _guard_lines(entry, path)
                 if not lines:

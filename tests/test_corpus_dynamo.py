@@ -183,6 +183,46 @@ def test_trace_and_recompile_ground_truth(tmp_path):
     assert {(o.line, o.code) for o in result.recompiles} == {(21, "FL302"), (26, "FL301")}
 
 
+def test_a_mutation_is_placed_at_a_store_this_case_ran(tmp_path):
+    # Dynamo names the line that read `stats.count`; the truth is the store, here a tuple target,
+    # and only a store the failing case itself executed (Plain's line 10 for `plain` alone).
+    path = _fixture(tmp_path, """\
+        import torch
+
+        class Plain:
+            def __init__(self):
+                self.count = 1e-4
+
+            def update(self, n: int):
+                total = self.count + n
+                self.count = total  # expect: FL302
+
+        class Paired:
+            def __init__(self):
+                self.mean, self.count = 0.0, 1e-4
+
+            def update(self, n: int):
+                total = self.count + n
+                self.mean, self.count = self.mean * 0.5, total  # expect: FL302
+
+        @torch.compile
+        def plain(x, stats: Plain):
+            stats.update(x.shape[0])
+            return x * stats.count
+
+        @torch.compile
+        def paired(x, stats: Paired):
+            stats.update(x.shape[0])
+            return x * stats.count
+
+        CASES = {"plain": lambda: (plain, (torch.randn(3), Plain())),
+                 "paired": lambda: (paired, (torch.randn(3), Paired()))}
+    """)
+    result = _judge(path)
+    assert result.ok, result.disagreements + result.errors
+    assert sorted((o.line, o.case) for o in result.recompiles) == [(9, "plain"), (17, "paired")]
+
+
 def test_unobserved_recompile_annotation_disagrees(tmp_path):
     path = _fixture(tmp_path, """\
         import torch

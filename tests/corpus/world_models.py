@@ -287,10 +287,10 @@ class RunningMeanStd:
     def update(self, batch: np.ndarray):
         b_mean, b_var, b_count = batch.mean(0), batch.var(0), batch.shape[0]
         delta = b_mean - self.mean
-        total = self.count + b_count  # expect: FL302
+        total = self.count + b_count
         self.mean = self.mean + delta * b_count / total
         m2 = self.var * self.count + b_var * b_count + delta ** 2 * self.count * b_count / total
-        self.var, self.count = m2 / total, total
+        self.var, self.count = m2 / total, total  # expect: FL302
 
 
 @torch.compile
