@@ -148,6 +148,9 @@ class Root:
     # A trace/export root: how many positional example inputs the call gives (the parameters
     # after those keep their defaults while tracing); None when unknown or not a trace root.
     passed: int | None = None
+    # A module-level construction of the class that hands it code (`Net(hooks=[log_stats])`):
+    # (path of its module, the call); `self` is that instance, whose methods run that code.
+    site: "tuple[str, ast.Call] | None" = None
 
 
 @dataclass(eq=False)
@@ -172,6 +175,7 @@ class ModuleIndex:
     # decorators, __init__): the Workspace starts a new epoch then.
     interface_key: int = 0
     _compiled_roots: tuple | None = None  # (assume_modules_compiled, roots)
+    _constructions: dict | None = None  # id(ClassInfo) → module-level calls handing it code
     _name_types: dict = field(default_factory=dict)
     candidates: list[Block] = field(default_factory=list)  # forwards parsed to see whether they are roots
 
@@ -194,8 +198,29 @@ class ModuleIndex:
                         self.candidates.append(forward.block)
                     if forward.node is not None:
                         roots.append(root)
+                        roots.extend(_module_root(COMPILE, cls, forward, site=(self.path, call))
+                                     for call in self.constructions_handing_code(cls))
         self._compiled_roots = (config.assume_modules_compiled, roots)
         return roots
+
+    def constructions_handing_code(self, cls: "ClassInfo") -> list[ast.Call]:
+        """Module-level calls of `cls` with an argument that names a function or class of this
+        module (`CASES = {"m": lambda: (Net(hooks=[log_stats]), ...)}`, `model = Net(attn=Local)`)."""
+        if self._constructions is None:
+            self._constructions = {}
+            for value in self.globals.values():
+                for node in ast.walk(value):
+                    if isinstance(node, ast.Call) and any(map(self._hands_code, [*node.args, *node.keywords])):
+                        target = self.resolve_class(self.dotted(node.func) or "")
+                        if target is not None:
+                            self._constructions.setdefault(id(target), []).append(node)
+        return self._constructions.get(id(cls), [])
+
+    def _hands_code(self, argument: ast.expr) -> bool:
+        """Names a class of this module, or passes one of its functions (not a call's result)."""
+        called = {id(node.func) for node in ast.walk(argument) if isinstance(node, ast.Call)}
+        return any(isinstance(node, ast.Name) and (node.id in self.classes or node.id in self.functions
+                                                    and id(node) not in called) for node in ast.walk(argument))
 
     def body_effects(self) -> tuple:
         """What function bodies decide for other functions' walks, so part of the interface:
@@ -538,8 +563,8 @@ def _add_module_root(index: ModuleIndex, class_name: str, mode: str, passed: int
             index.roots.append(_module_root(mode, cls, forward, passed))
 
 
-def _module_root(mode: str, cls: ClassInfo, forward: FunctionInfo, passed: int | None = None) -> Root:
-    return Root(mode, forward, None if forward.cls is cls else cls, passed)
+def _module_root(mode: str, cls: ClassInfo, forward: FunctionInfo, passed: int | None = None, site=None) -> Root:
+    return Root(mode, forward, None if forward.cls is cls else cls, passed, site)
 
 
 def _assigned_name(statement: ast.stmt, call: ast.Call) -> str | None:

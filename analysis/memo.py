@@ -46,7 +46,7 @@ class Analysis:
         self.registries: dict = {}  # (module path, dict name) → what decorators registered in it (calls.py)
 
     def run_root(self, mode: str, function: FunctionInfo, owner: ClassInfo | None = None,
-                 passed: int | None = None) -> RootResult:
+                 passed: int | None = None, site: ast.Call | None = None) -> RootResult:
         self._returns: dict = {}  # key → (returns, breaks), in this pass
         self._active: set = set()  # keys being walked (recursion)
         self._collected: set = set()
@@ -57,7 +57,10 @@ class Analysis:
         if mode != SCRIPT and function.node is not None:
             wrapper = decorated(function, constant_type) if function.node.decorator_list else None
             if wrapper is None:
-                self.evaluate(function, mode, root_parameters(function, owner, passed), (), 0)
+                params = root_parameters(function, owner, passed)
+                if site is not None:  # `self` is the instance the module-level call builds
+                    params = (self._constructed(function, owner or function.cls, site, mode), *params[1:])
+                self.evaluate(function, mode, params, (), 0)
             else:  # `@torch.compile` over `@timed(...)`: what is compiled is the wrapper
                 params = bind_parameters(wrapper.function, list(root_parameters(function, owner)), {}, None)
                 self.evaluate(wrapper.function, mode, params + (wrapper.closure,), (), 0)
@@ -67,6 +70,25 @@ class Analysis:
                                      for function, chain, (key, span, message) in self._stores
                                      if key in self._guarded)
         return RootResult(self.epoch, self.findings, list(self.deps.values()))
+
+    def _constructed(self, function: FunctionInfo, cls: ClassInfo, call: ast.Call, mode: str):
+        """The instance `call` builds: its arguments are evaluated as names of `function`'s module
+        (quietly: the call runs eagerly) and its `__init__` walked with them."""
+        walker = FunctionWalker(self, function, mode, (), (), 0)
+        walker.quiet += 1
+
+        def argument(node: ast.expr) -> K.Ty:  # a function called there would be walked: unknown
+            calls = [n for n in ast.walk(node) if isinstance(n, ast.Call)]
+            if any(function.module.resolve_class(walker.dotted(n.func) or "") is None for n in calls):
+                return K.T_UNKNOWN
+            return walker.expr(node)
+
+        args = [argument(arg) for arg in call.args if not isinstance(arg, ast.Starred)]
+        kwargs = {keyword.arg: argument(keyword.value) for keyword in call.keywords if keyword.arg}
+        instance = self.instance_type(walker, cls, args, kwargs)
+        for read, _text in walker.result.reads:  # an edit to an `__init__` read redoes the root
+            self.deps[id(read)] = (read, read.block)
+        return instance
 
     def _mutated_arguments(self, function: FunctionInfo) -> list[tuple]:
         """FunctionWalker.mutated_arguments, memoised by body text (it walks the whole body),

@@ -384,3 +384,39 @@ def test_instance_attributes_follow_the_constructor_they_came_from():
     assert session.replace("self.transforms = list(transforms)", "self.transforms = []") == []
     assert session.replace("self.transforms = []", "self.transforms = list(transforms)") == [
         (6, "FL110", "Shout.__call__"), (16, "FL150", "Compose.__call__")]
+
+
+HOOKED = textwrap.dedent('''\
+    import torch
+    import torch.nn as nn
+
+
+    def shout(y):
+        print(y)
+
+
+    class Net(nn.Module):
+        def __init__(self, hooks=None):
+            super().__init__()
+            self.hooks = list(hooks or [])
+
+        def forward(self, x):
+            for hook in self.hooks:
+                hook(x)
+            return x * 2
+
+
+    CASES = {"plain": lambda: (Net(), (torch.randn(3),)), "hooked": lambda: (Net(hooks=[shout]), (torch.randn(3),))}
+    ''')
+
+
+def test_a_module_built_at_module_level_with_code_runs_that_code():
+    # Net's forward is a root twice: as Net() (no hooks) and as the instance built with
+    # hooks=[shout], whose loop calls shout. Editing the __init__ that stores the hooks, or the
+    # construction, changes what the second root reaches.
+    session = Session(HOOKED)
+    assert found(session.report) == [(6, "FL110", "shout"), (16, "FL150", "Net.forward")]
+    assert session.replace("self.hooks = list(hooks or [])", "self.hooks = []") == []
+    assert session.replace("self.hooks = []", "self.hooks = list(hooks or [])") == [
+        (6, "FL110", "shout"), (16, "FL150", "Net.forward")]
+    assert session.replace("Net(hooks=[shout])", "Net(hooks=[])") == []
