@@ -114,6 +114,7 @@ SIZE_CHECKING_MODULES = {CHECKED_EMBEDDING, "torch.nn.GroupNorm", "torch.nn.Inst
                          "torch.nn.TransformerDecoderLayer", "torch.nn.TransformerEncoder",
                          "torch.nn.TransformerDecoder", "torch.nn.Transformer"}
 SIZE_CHECKING_FUNCTIONS = {"group_norm", "instance_norm", "multi_head_attention_forward"}
+SIZE_LIST_CHECKED = {"affine_grid": ("size", 1)}  # `if min(size) <= 0` in Python: (keyword, position)
 SIZE_KINDS = (K.INT, K.NUM, K.BOOL, K.SHAPE)
 # Methods that tensors (and NumPy arrays, which Dynamo traces as tensors) have, but no builtin
 # type and no nn.Module: a value of unknown type that calls one is, in practice, a tensor
@@ -171,7 +172,7 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
     args = []
     for arg in node.args:
         ty = _argument_type(walker, arg)
-        if isinstance(arg, ast.Starred) and ty.kind == K.SEQ and ty.items is not None:
+        if isinstance(arg, ast.Starred) and ty.kind in (K.SEQ, K.SHAPE) and ty.items is not None:
             args.extend(ty.items)  # `fn(*args)` in a wrapper that received known arguments
         else:
             args.append(ty)
@@ -380,6 +381,12 @@ def _holds_tensors(ty: Ty) -> bool:
     return ty.kind == K.SEQ and isinstance(ty.ref, Ty) and _has_tensor(ty.ref)
 
 
+def _holds_size(ty: Ty) -> bool:
+    """A size, or a list or tuple with one somewhere inside."""
+    return ty.shape_derived or ty.kind == K.SEQ and (isinstance(ty.ref, Ty) and _holds_size(ty.ref) or any(
+        _holds_size(item) for item in ty.items or ()))
+
+
 def _has_tensor(ty: Ty) -> bool:
     if ty.maybe_tensor:
         return True
@@ -458,6 +465,9 @@ def builtin_call(walker, node: ast.Call, name: str, args: list[Ty], kwargs: dict
             return K.T_TENSOR
         if any(t.kind == K.DATA for t in args):
             return K.T_DATA
+        if name in ("sum", "max", "min") and len(args) == 1 and first.kind == K.SEQ \
+                and walker.element_type(first).kind in (K.UNKNOWN, K.OBJ):  # of what calls returned, say
+            return K.T_UNKNOWN
         shape = any(t.shape_derived for t in args) or (first.kind == K.SHAPE)
         return Ty(K.NUM, shape_derived=shape)
     if name in ("any", "all"):
@@ -538,6 +548,9 @@ def tensor_method(walker, node: ast.Call, name: str, receiver: Ty, args: list[Ty
         walker.report("FL102", node, "`.item()` reads the tensor's value on the host",
                       fix=fix_for("FL102", walker, None, node))
         return K.T_DATA
+    if name == "new_tensor" and walker.mode in TRACERS and args and _holds_size(args[0]):
+        walker.report("FL203", node, "A size inside a tensor literal: the trace records the number it had")
+        return K.T_TENSOR
     if name == "numpy" and walker.mode in TRACERS:
         walker.report("FL203", node, "`.numpy()` under torch.jit.trace: the trace keeps the array's values as "
                                      "constants")
@@ -863,9 +876,12 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
         walker.report("FL101", node, f"`{dotted}` compares tensor values in Python branches")
         return K.T_NONE
     generator_argument(walker, node, kwargs)
-    if walker.mode in TRACERS and (dotted == "torch.from_numpy" or dotted == "torch.as_tensor" and args
-                                 and not args[0].maybe_tensor):
+    if walker.mode in TRACERS and (dotted in ("torch.from_numpy", "torch.Tensor") or dotted == "torch.as_tensor"
+                                   and args and not args[0].maybe_tensor):
         walker.report("FL203", node, f"`{dotted}` under torch.jit.trace: the trace keeps the result as a constant")
+        return K.T_TENSOR
+    if walker.mode in TRACERS and dotted == "torch.tensor" and args and _holds_size(args[0]):
+        walker.report("FL203", node, "A size inside a tensor literal: the trace records the number it had")
         return K.T_TENSOR
     if dotted in GRAPH_BREAK_CALLS:
         walker.report("FL131", node, "torch._dynamo.graph_break() ends the graph here")
@@ -897,6 +913,12 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
                 name == "embedding" and _padding_index_checked(walker, node)) or (
                 name == "batch_norm" and _keyword_is(node, "training", True))):
             walker.report_size_read(node, f"`{dotted}` checks its input's sizes in Python: the trace bakes the checks")
+        elif namespace == "torch.nn.functional" and name in SIZE_LIST_CHECKED:
+            keyword, position = SIZE_LIST_CHECKED[name]
+            sizes = kwargs.get(keyword) or (args[position] if len(args) > position else K.T_NONE)
+            if _holds_size(sizes):
+                walker.report_size_read(node, f"`{dotted}` compares the sizes it is given in Python: the trace "
+                                              "keeps the outcome")
         if name == "one_hot" and _classes_from_data(node):
             walker.report("FL105", node, f"`{dotted}` without num_classes sizes its output from the data")
             return K.T_INT_TENSOR

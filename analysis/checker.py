@@ -1013,7 +1013,9 @@ class FunctionWalker:
             if index.is_tensor:
                 self.report("FL102", node, "Python sequence indexed with a tensor: Dynamo reads its value")
             if isinstance(node.slice, ast.Slice):
-                return container
+                count = _last_count(node.slice)  # `x.shape[-2:]`: two sizes (`f(*hw, ref)` binds them)
+                size = K.T_SHAPE_INT if container.shape_derived else K.T_INT
+                return container.but(items=(size,) * count) if count else container
             return K.T_SHAPE_INT if container.shape_derived else K.T_INT
         if container.kind == K.SEQ:
             if container.items is not None and isinstance(node.slice, ast.Constant) \
@@ -1067,8 +1069,10 @@ class FunctionWalker:
             return K.Ty(K.SHAPE, shape_derived=any(t.shape_derived for t in types))
         if types and all(t == types[0] for t in types):
             element = types[0]
-        elif types and all(t.kind == types[0].kind for t in types) and types[0].kind in (K.MODULE, K.OBJ, K.FUNC):
-            element = functools.reduce(K.join, types)  # `[nn.Conv2d(...), nn.GroupNorm(...)]`, `[Flip(), Crop()]`
+        elif types and all(t.kind == types[0].kind for t in types) and types[0].kind in (K.MODULE, K.OBJ, K.FUNC,
+                                                                                            K.SHAPE):
+            # `[nn.Conv2d(...), nn.GroupNorm(...)]`, `[Flip(), Crop()]`, rows of numbers
+            element = functools.reduce(K.join, types)
         elif types:
             element = K.T_TENSOR if any(t.maybe_tensor for t in types) else K.T_UNKNOWN
         else:
@@ -1371,6 +1375,16 @@ class FunctionWalker:
             if annotated.kind != K.UNKNOWN:
                 return annotated
         return returns
+
+
+def _last_count(part: ast.Slice) -> int | None:
+    """How many items `[-k:]` keeps, whatever the sequence's length."""
+    lower = part.lower
+    if part.upper is None and part.step is None and isinstance(lower, ast.UnaryOp) \
+            and isinstance(lower.op, ast.USub) and isinstance(lower.operand, ast.Constant) \
+            and isinstance(lower.operand.value, int) and not isinstance(lower.operand.value, bool):
+        return lower.operand.value
+    return None
 
 
 def _raises(statement) -> bool:
