@@ -307,6 +307,8 @@ class FunctionWalker:
                     or self.module_attribute(owner, container.attr).kind not in (K.SEQ, K.DICT):
                 return
             where = f"`self.{container.attr}`"
+        elif isinstance(container, ast.Subscript) and isinstance(container.value, ast.Name):
+            return self.report_state_change(container.value, node)  # `STATS[name].append(v)`: a list it holds
         elif isinstance(container, ast.Name) and container.id not in self.env \
                 and container.id not in self.local_imports:
             value = self.module.globals.get(container.id)

@@ -348,11 +348,14 @@ def _index_statement(index: ModuleIndex, block: Block, node: ast.stmt) -> None:
                 cls.fields.append(item)
     elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        for target in targets:
-            if isinstance(target, ast.Name):
+        bound = [(target, node.value) for target in targets]
+        for target, value in bound:
+            if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+                bound.extend(zip(target.elts, value.elts))  # `STEPS, BEATS = 4, 4`
+            elif isinstance(target, ast.Name):
                 if target.id in index.globals:
                     index.mutated_globals.add(target.id)
-                index.globals[target.id] = node.value
+                index.globals[target.id] = value
     elif isinstance(node, (ast.If, ast.Try)):
         # `try: import x except ImportError: ...` and `if TYPE_CHECKING:` still bind names.
         for child in [*node.body, *getattr(node, "orelse", []), *getattr(node, "finalbody", []),

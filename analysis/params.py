@@ -140,6 +140,9 @@ def parameter_type(module: ModuleIndex, arg: ast.arg, default, guess_tensor: boo
                 return K.T_NUM
             if isinstance(value, str):
                 return K.T_STR
+        number = _number_expression(module, default)
+        if number is not None:  # `steps=BEATS * STEPS_PER_BEAT`
+            return K.T_INT if number is int else K.T_NUM
         return K.T_UNKNOWN
     name = arg.arg
     if name in SCALAR_PARAM_NAMES or name.startswith(SCALAR_PARAM_PREFIXES) or name.endswith(
@@ -152,6 +155,25 @@ def parameter_type(module: ModuleIndex, arg: ast.arg, default, guess_tensor: boo
     if SCHEDULER_PARAM_NAME.fullmatch(name):
         return K.T_LR_SCHEDULER
     return K.T_TENSOR if guess_tensor else K.T_UNKNOWN
+
+
+def _number_expression(module: ModuleIndex, node: ast.expr, depth: int = 0) -> type | None:
+    """int or float for arithmetic on number literals and module constants bound to them."""
+    if depth > 8:
+        return None
+    if isinstance(node, ast.Name) and isinstance(module.globals.get(node.id), ast.expr):
+        return _number_expression(module, module.globals[node.id], depth + 1)
+    if isinstance(node, ast.Constant):
+        return type(node.value) if type(node.value) in (int, float) else None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return _number_expression(module, node.operand, depth + 1)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod,
+                                                            ast.Div, ast.Pow)):
+        left, right = _number_expression(module, node.left, depth + 1), _number_expression(module, node.right, depth + 1)
+        if left is None or right is None:
+            return None
+        return float if float in (left, right) or isinstance(node.op, ast.Div) else int
+    return None
 
 
 def annotation_type(module: ModuleIndex, node: ast.expr) -> Ty:
