@@ -381,6 +381,14 @@ def _holds_tensors(ty: Ty) -> bool:
     return ty.kind == K.SEQ and isinstance(ty.ref, Ty) and _has_tensor(ty.ref)
 
 
+def _size_literal(walker, node: ast.Call, args: list[Ty]) -> bool:
+    """`torch.tensor([w - 1, h - 1])` under torch.jit.trace: each size is read as a number (FL203)."""
+    if walker.mode in TRACERS and args and _holds_size(args[0]):
+        walker.report("FL203", node, "A size inside a tensor literal: the trace records the number it had")
+        return True
+    return False
+
+
 def _holds_size(ty: Ty) -> bool:
     """A size, or a list or tuple with one somewhere inside."""
     return ty.shape_derived or ty.kind == K.SEQ and (isinstance(ty.ref, Ty) and _holds_size(ty.ref) or any(
@@ -548,8 +556,7 @@ def tensor_method(walker, node: ast.Call, name: str, receiver: Ty, args: list[Ty
         walker.report("FL102", node, "`.item()` reads the tensor's value on the host",
                       fix=fix_for("FL102", walker, None, node))
         return K.T_DATA
-    if name == "new_tensor" and walker.mode in TRACERS and args and _holds_size(args[0]):
-        walker.report("FL203", node, "A size inside a tensor literal: the trace records the number it had")
+    if name == "new_tensor" and _size_literal(walker, node, args):
         return K.T_TENSOR
     if name == "numpy" and walker.mode in TRACERS:
         walker.report("FL203", node, "`.numpy()` under torch.jit.trace: the trace keeps the array's values as "
@@ -876,12 +883,11 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
         walker.report("FL101", node, f"`{dotted}` compares tensor values in Python branches")
         return K.T_NONE
     generator_argument(walker, node, kwargs)
-    if walker.mode in TRACERS and (dotted in ("torch.from_numpy", "torch.Tensor") or dotted == "torch.as_tensor"
-                                   and args and not args[0].maybe_tensor):
+    if walker.mode in TRACERS and (dotted == "torch.from_numpy" or dotted in ("torch.as_tensor", "torch.Tensor")
+                                   and args and args[0].kind in (K.SEQ, K.SHAPE, K.NDARRAY, K.DATA)):
         walker.report("FL203", node, f"`{dotted}` under torch.jit.trace: the trace keeps the result as a constant")
         return K.T_TENSOR
-    if walker.mode in TRACERS and dotted == "torch.tensor" and args and _holds_size(args[0]):
-        walker.report("FL203", node, "A size inside a tensor literal: the trace records the number it had")
+    if dotted == "torch.tensor" and _size_literal(walker, node, args):
         return K.T_TENSOR
     if dotted in GRAPH_BREAK_CALLS:
         walker.report("FL131", node, "torch._dynamo.graph_break() ends the graph here")
