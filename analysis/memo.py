@@ -78,9 +78,10 @@ class Analysis:
         walker.quiet += 1
 
         def argument(node: ast.expr) -> K.Ty:  # a function called there would be walked: unknown
-            calls = [n for n in ast.walk(node) if isinstance(n, ast.Call)]
-            if any(function.module.resolve_class(walker.dotted(n.func) or "") is None for n in calls):
-                return K.T_UNKNOWN
+            for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
+                callee = walker.dotted(call.func) or ""
+                if callee != "functools.partial" and function.module.resolve_class(callee) is None:
+                    return K.T_UNKNOWN
             return walker.expr(node)
 
         args = [argument(arg) for arg in call.args if not isinstance(arg, ast.Starred)]

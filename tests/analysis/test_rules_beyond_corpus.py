@@ -359,3 +359,37 @@ def test_library_breaks_found_in_round_16():
 
         traced = torch.jit.trace(centroid, (torch.rand(4, 4),))
         ''') == [(9, "FL121"), (10, "FL121"), (12, "FL121")]
+
+
+def test_hooks_handed_to_a_module_built_at_module_level_run_in_its_forward():
+    # export_keyword_spotting's WakeWordDetector (round 15), measured on 2.13: the detector built
+    # in CASES with [partial(log_detection, ...)] calls the logger from its forward (GB0291); a
+    # construction argument that calls a function (make_model()) is not walked.
+    assert findings('''\
+        import logging
+        from functools import partial
+        import torch
+        from torch import nn
+
+        logger = logging.getLogger(__name__)
+
+        def log_detection(score, source: str = "mic"):
+            logger.info("[%s] p=%.2f", source, score)
+
+        def make_model():
+            print("building")
+            return nn.Linear(4, 4)
+
+        class Detector(nn.Module):
+            def __init__(self, model, callbacks=()):
+                super().__init__()
+                self.model, self.callbacks = model, list(callbacks)
+
+            def forward(self, x):
+                y = self.model(x)
+                for callback in self.callbacks:
+                    callback(y.amax())
+                return y
+
+        CASES = {"smoke": lambda: (Detector(make_model(), [partial(log_detection, source="smoke")]), ())}
+        ''') == [(9, "FL111"), (23, "FL150")]
