@@ -389,17 +389,18 @@ def _size_literal(walker, node: ast.Call, args: list[Ty]) -> bool:
     return False
 
 
+def _anywhere(ty: Ty, test) -> bool:
+    """`test` holds for `ty` or for an item or element of it, lists and tuples at any depth."""
+    return test(ty) or ty.kind == K.SEQ and (any(_anywhere(item, test) for item in ty.items or ())
+                                             or isinstance(ty.ref, Ty) and _anywhere(ty.ref, test))
+
+
 def _holds_size(ty: Ty) -> bool:
-    """A size, or a list or tuple with one somewhere inside."""
-    return ty.shape_derived or ty.kind == K.SEQ and (isinstance(ty.ref, Ty) and _holds_size(ty.ref) or any(
-        _holds_size(item) for item in ty.items or ()))
+    return _anywhere(ty, lambda t: t.shape_derived)
 
 
 def _has_tensor(ty: Ty) -> bool:
-    if ty.maybe_tensor:
-        return True
-    return ty.kind == K.SEQ and (any(_has_tensor(item) for item in ty.items or ())
-                                 or isinstance(ty.ref, Ty) and _has_tensor(ty.ref))
+    return _anywhere(ty, lambda t: t.maybe_tensor)
 
 
 # --- builtins ----------------------------------------------------------------------------------

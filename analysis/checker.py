@@ -556,14 +556,11 @@ class FunctionWalker:
         narrowed = self.isinstance_narrowing(node.test)
         if narrowed is not None:  # `elif isinstance(speakers, (list, tuple)):` — not a tensor in there
             self.env[narrowed[0]] = narrowed[1]
-        not_none = self.none_narrowing(node.test)
-        if not_none is not None and not_none[1]:
-            self.env[not_none[0]] = self.env[not_none[0]].but(optional=False)
+        self.narrow_not_none(node.test, holds=True)
         self.block(node.body)
         after_body = self.env
         self.env = dict(before)
-        if not_none is not None and not not_none[1]:  # `if mask is None: mask = ...` else: a mask
-            self.env[not_none[0]] = self.env[not_none[0]].but(optional=False)
+        self.narrow_not_none(node.test, holds=False)  # `if mask is None: mask = ...` else: a mask
         self.block(node.orelse)
         self.env = _merge(after_body, self.env)
 
@@ -579,17 +576,15 @@ class FunctionWalker:
             return None
         return test.args[0].id, functools.reduce(K.join, types)
 
-    def none_narrowing(self, test: ast.expr) -> tuple[str, bool] | None:
-        """For `name is not None` / `name is None` on an optional local: (name, True / False), whether
-        the body (else: the else branch) is where it holds a value."""
-        if not (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and len(test.ops) == 1
-                and isinstance(test.ops[0], (ast.Is, ast.IsNot)) and isinstance(test.comparators[0], ast.Constant)
-                and test.comparators[0].value is None):
-            return None
-        ty = self.env.get(test.left.id)
-        if ty is None or not ty.optional:
-            return None
-        return test.left.id, isinstance(test.ops[0], ast.IsNot)
+    def narrow_not_none(self, test: ast.expr, holds: bool) -> None:
+        """In the branch where `test` is `holds`, an optional local that `name is not None` (or
+        `name is None`) decides holds a value."""
+        if isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and len(test.ops) == 1 \
+                and isinstance(test.ops[0], (ast.Is, ast.IsNot)) and isinstance(test.comparators[0], ast.Constant) \
+                and test.comparators[0].value is None and isinstance(test.ops[0], ast.IsNot) == holds:
+            ty = self.env.get(test.left.id)
+            if ty is not None and ty.optional:
+                self.env[test.left.id] = ty.but(optional=False)
 
     def stmt_While(self, node: ast.While) -> None:
         self.test(node.test, node)  # the loop header resumes fine: not "inside" the loop
