@@ -70,14 +70,15 @@ def _dispatches(ty: Ty) -> bool:
     return ty.kind == K.FUNC or ty.kind in (K.MODULE, K.OBJ) and ty.ref is not None and not isinstance(ty.ref, str)
 
 
-def instance_type(walker, cls: ClassInfo, args: list[Ty], kwargs: dict[str, Ty]) -> Ty:
+def instance_type(walker, cls: ClassInfo, args: list[Ty], kwargs: dict[str, Ty], always: bool = False) -> Ty:
     """`cls(*args, **kwargs)`. When an argument is code to run (`Compose([Resize(), Flip()])`,
-    `Net(callbacks=[Clamp()])`, `Block(attn=Local())`), `__init__` is walked with the arguments
-    to learn what this instance holds; a walk of its methods then runs exactly that code."""
+    `Net(callbacks=[Clamp()])`, `Block(attn=Local())`), or `always` (the instance a root runs),
+    `__init__` is walked with the arguments to learn what this instance holds; a walk of its
+    methods then runs exactly that code."""
     base = Ty(K.MODULE if cls.is_module else K.OBJ, ref=cls)
     init = cls.lookup_method("__init__")
     if init is None or init.node is None or init in walker.constructing \
-            or not any(_dispatches(ty) for ty in (*args, *kwargs.values())):
+            or not always and not any(_dispatches(ty) for ty in (*args, *kwargs.values())):
         return base
     instance = _walk_init(walker.analysis, init, walker.result.reads, base, walker.constructing,
                           bind_parameters(init, args, kwargs, base))

@@ -492,17 +492,19 @@ def _module_itself(node: ast.expr) -> ast.expr:
 def _find_root_calls(index: ModuleIndex, block: Block, statement: ast.stmt) -> None:
     """Finds `torch.compile(fn)`, `torch.jit.trace(model, ...)`, `model.compile()`, and
     `g = torch.compiler.disable(f)` anywhere in the block."""
-    # Instances bound in the same scope: `model = Net(); opt = torch.compile(model)`.
-    instances: dict[str, str] = {}
+    # Instances bound in the same scope: `model = Net(); opt = torch.compile(model)`: name →
+    # (class name, the call that builds it).
+    instances: dict[str, tuple[str, ast.Call]] = {}
     calls = []  # one walk: big functions mention `compile(` too (torch/_dynamo/convert_frame.py)
     for node in ast.walk(statement):
         if isinstance(node, ast.Call):
             calls.append(node)
         elif isinstance(node, ast.Assign) and isinstance(_module_itself(node.value), ast.Call) \
                 and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            callee = index.dotted(_module_itself(node.value).func)
+            call = _module_itself(node.value)
+            callee = index.dotted(call.func)
             if callee and (callee in index.classes or index.resolve_class(callee)):
-                instances[node.targets[0].id] = callee
+                instances[node.targets[0].id] = (callee, call)
     for node in calls:
         callee = index.dotted(node.func)
         if callee in DISABLE_CALLS and node.args:
@@ -519,8 +521,7 @@ def _find_root_calls(index: ModuleIndex, block: Block, statement: ast.stmt) -> N
             mode = COMPILE
         if mode is None and isinstance(node.func, ast.Attribute) and node.func.attr == "compile" \
                 and not node.args and isinstance(node.func.value, ast.Name) and node.func.value.id in instances:
-            target = instances[node.func.value.id]
-            _add_module_root(index, target, COMPILE)
+            _add_module_root(index, *instances[node.func.value.id], COMPILE)
             continue
         if mode is None or not node.args:
             continue
@@ -529,21 +530,21 @@ def _find_root_calls(index: ModuleIndex, block: Block, statement: ast.stmt) -> N
         if isinstance(subject, ast.Call):
             class_name = index.dotted(subject.func)
             if class_name:
-                _add_module_root(index, class_name, mode, passed)
+                _add_module_root(index, class_name, subject, mode, passed)
             continue
         name = index.dotted(subject)
         if name is None:
             continue
         if isinstance(subject, ast.Name) and subject.id in instances:
-            _add_module_root(index, instances[subject.id], mode, passed)
+            _add_module_root(index, *instances[subject.id], mode, passed)
         elif name.endswith(".forward") and name.rsplit(".", 1)[0].split(".")[-1] in instances:
-            _add_module_root(index, instances[name.rsplit(".", 1)[0].split(".")[-1]], mode, passed)
+            _add_module_root(index, *instances[name.rsplit(".", 1)[0].split(".")[-1]], mode, passed)
         else:
             function = index.resolve_function(name)
             if function is not None:
                 index.roots.append(Root(mode, function, passed=passed))
             else:
-                _add_module_root(index, name, mode, passed)
+                _add_module_root(index, name, None, mode, passed)
 
 
 def _example_count(call: ast.Call) -> int | None:
@@ -558,12 +559,15 @@ def _example_count(call: ast.Call) -> int | None:
     return 1 if isinstance(example, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)) else None
 
 
-def _add_module_root(index: ModuleIndex, class_name: str, mode: str, passed: int | None = None) -> None:
+def _add_module_root(index: ModuleIndex, class_name: str, construction: ast.Call | None, mode: str,
+                     passed: int | None = None) -> None:
+    """The forward of `class_name`; `self` is the instance `construction` builds, when known."""
     cls = index.resolve_class(class_name)
     if cls is not None:
         forward = cls.lookup_method("forward")
         if forward is not None:
-            index.roots.append(_module_root(mode, cls, forward, passed))
+            site = (index.path, construction) if construction is not None else None
+            index.roots.append(_module_root(mode, cls, forward, passed, site))
 
 
 def _module_root(mode: str, cls: ClassInfo, forward: FunctionInfo, passed: int | None = None, site=None) -> Root:

@@ -86,7 +86,7 @@ class Analysis:
 
         args = [argument(arg) for arg in call.args if not isinstance(arg, ast.Starred)]
         kwargs = {keyword.arg: argument(keyword.value) for keyword in call.keywords if keyword.arg}
-        instance = self.instance_type(walker, cls, args, kwargs)
+        instance = self.instance_type(walker, cls, args, kwargs, always=True)
         for read, _text in walker.result.reads:  # an edit to an `__init__` read redoes the root
             self.deps[id(read)] = (read, read.block)
         return instance
@@ -104,8 +104,8 @@ class Analysis:
     def class_attributes(self, cls: ClassInfo):
         return class_attributes(self, cls)
 
-    def instance_type(self, walker, cls: ClassInfo, args: list, kwargs: dict):
-        return instance_type(walker, cls, args, kwargs)
+    def instance_type(self, walker, cls: ClassInfo, args: list, kwargs: dict, always: bool = False):
+        return instance_type(walker, cls, args, kwargs, always)
 
     def evaluate(self, function: FunctionInfo, mode: str, params: tuple, chain: tuple, depth: int):
         """Walks `function` (or reuses a memoised walk); returns (return type, breaks?, attributes
