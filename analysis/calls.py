@@ -145,6 +145,13 @@ NUMPY_UNSUPPORTED = {
 # torch._numpy functions that check their input's values in Python (an `aten.equal` inside the
 # translation, GB0033), measured on 2.13; np.linalg.*, percentile/quantile/median, histogram trace.
 NUMPY_VALUE_CHECKED = {"cov", "corrcoef"}
+# Their result's size depends on the values (torch's nonzero/unique/bincount underneath, GB0036),
+# measured on 2.13; `np.where(cond)` with one argument is `np.nonzero`.
+NUMPY_DATA_DEPENDENT_SIZE = {"unique", "nonzero", "flatnonzero", "argwhere", "bincount"}
+# Element-wise tests: their result is a mask (indexing with it has a data-dependent size).
+NUMPY_PREDICATES = {"isfinite", "isnan", "isinf", "isneginf", "isposinf", "signbit", "isclose", "logical_and",
+                    "logical_or", "logical_not", "logical_xor", "greater", "greater_equal", "less", "less_equal",
+                    "equal", "not_equal"}
 NUMPY_BOOL_RESULT = {"allclose", "array_equal"}
 # The np.random functions torch._numpy has; every other one breaks (GB0294). Without a size,
 # those that take one return a Python number read from a tensor (GB0033); so does `choice`
@@ -286,6 +293,8 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
             return returns
     if callee is not None and callee.kind == K.CLASS and isinstance(callee.ref, ClassInfo):
         return construct(walker, node, callee.ref, args, kwargs)
+    if callee is not None and callee.kind == K.CLASS and type(callee.ref) is tuple:  # noqa: E721 - one of these
+        return functools.reduce(K.join, [construct(walker, node, cls, args, kwargs) for cls in callee.ref])
     if callee is not None and callee.kind == K.MODULE:
         return module_call(walker, node, callee, args, kwargs)
     if isinstance(func, ast.Name) and dotted == func.id and (callee is None or callee.kind == K.UNKNOWN):
@@ -848,9 +857,11 @@ def numpy_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: dict
     if path in NUMPY_BOOL_RESULT:
         walker.report("FL104", node, f"`{dotted}` returns a Python bool computed from the array's values")
         return K.T_DATA
-    if path == "unique":
+    if path in NUMPY_DATA_DEPENDENT_SIZE or path == "where" and len(args) == 1 and not kwargs:
         walker.report("FL105", node, f"`{dotted}` returns a data-dependent number of elements")
         return K.T_NDARRAY
+    if path in NUMPY_PREDICATES:
+        return Ty(K.NDARRAY, boolean=True)
     if path in NUMPY_UNSUPPORTED:
         walker.report("FL122", node, f"`{dotted}` has no torch._numpy equivalent: Dynamo cannot trace it")
         return K.T_NDARRAY

@@ -877,6 +877,9 @@ class FunctionWalker:
             function = self.module.functions.get(node.id)
             if function is not None:
                 return Ty(K.FUNC, ref=function)
+            cls = self.module.classes.get(node.id)
+            if cls is not None:
+                return Ty(K.CLASS, ref=cls)
             value = self.module.globals.get(node.id)
             return self.module_value(value, depth + 1) if value is not None else K.T_UNKNOWN
         if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
@@ -1086,9 +1089,10 @@ class FunctionWalker:
         values = [self.expr(value) for value in node.values]
         if not values:
             return Ty(K.DICT)
-        # Mixed values, or a `{**other}` whose value types are not followed: unknown values.
-        same = None not in node.keys and all(value == values[0] for value in values)
-        return Ty(K.DICT, ref=values[0] if same else K.T_UNKNOWN)
+        if None in node.keys:  # a `{**other}`, whose value types are not followed
+            return Ty(K.DICT, ref=K.T_UNKNOWN)
+        # `{"s": self.single_step, "m": self.multi_step}[mode]`: a call tries each
+        return Ty(K.DICT, ref=functools.reduce(K.join, values))
 
     def expr_JoinedStr(self, node: ast.JoinedStr) -> Ty:
         for value in node.values:

@@ -176,7 +176,7 @@ def sized_by_shape(iterable: Ty) -> bool:
 
 def _alternatives(a, b) -> tuple | None:
     """The classes a module or object may be (`self.mix = A() if c else B()`, a list of
-    transforms), or the functions a callable may be: calls try each."""
+    transforms, `ENCODERS[name]`), or the functions a callable may be: calls try each."""
     if a is None or b is None:
         return None
     return tuple(dict.fromkeys([*(a if type(a) is tuple else (a,)), *(b if type(b) is tuple else (b,))]))
@@ -194,7 +194,7 @@ def _ref_join(kind: str, a, b):
         return a
     if kind in (SEQ, DICT):
         return _element_join(a, b)
-    if kind in (MODULE, FUNC) or kind == OBJ and not isinstance(a, str) and not isinstance(b, str):
+    if kind in (MODULE, FUNC) or kind in (OBJ, CLASS) and not isinstance(a, str) and not isinstance(b, str):
         return _alternatives(a, b)
     return None
 
