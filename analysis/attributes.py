@@ -84,7 +84,9 @@ def instance_type(walker, cls: ClassInfo, args: list[Ty], kwargs: dict[str, Ty],
                           bind_parameters(init, args, kwargs, base))
     class_attrs, reads = class_attributes(walker.analysis, cls)
     walker.result.reads.extend(reads)
-    own = {name: ty for name, ty in instance.attributes.items() if class_attrs.get(name) != ty}
+    # Only what differs from any instance's, unless this is the instance a root runs: all it holds
+    # then, values it was left at included (FunctionWalker.settled_value folds those).
+    own = {name: ty for name, ty in instance.attributes.items() if always or class_attrs.get(name) != ty}
     return base.but(attrs=tuple(sorted(own.items()))) if own else base
 
 

@@ -403,35 +403,39 @@ class FunctionWalker:
             try:
                 self.statement(statement)
                 if self.resume_pending:  # decided once the statement that broke has finished
-                    self.resume_pending = False
-                    self.python_reruns.clear()
-                    self.segment_ops = 0
-                    if not self.dead and not self.resume_is_traced():
-                        self.dead = True  # the resumed frame holds no tensor: left to Python
+                    self.settle_resume()
             finally:
                 self.position.pop()
+
+    def settle_resume(self, ahead: list[ast.stmt] = (), stack: Ty | None = None) -> None:
+        """Dynamo resumes after the break in a new frame: its live values are the names the rest
+        of the function reads (`ahead`, then what follows the current statements) and `stack`,
+        a value the resumed statement still holds (a loop's iterable)."""
+        self.resume_pending = False
+        self.python_reruns.clear()
+        self.segment_ops = 0
+        if not self.dead and not self.resume_is_traced(ahead, stack):
+            self.dead = True  # the resumed frame holds no tensor: left to Python
 
     def closure_for(self, callee: FunctionInfo) -> tuple:
         """Types of the enclosing variables a nested function reads (part of its memo key)."""
         used = {node.id for node in ast.walk(callee.node) if isinstance(node, ast.Name)}
         return (CLOSURE,) + tuple(sorted((name, ty) for name, ty in self.env.items() if name in used))
 
-    def resume_is_traced(self) -> bool:
+    def resume_is_traced(self, ahead: list[ast.stmt] = (), stack: Ty | None = None) -> bool:
         """After a break, Dynamo compiles the rest of the frame only if that rest holds a
         tensor: a live local that is one, or a torch/numpy module it uses (as
         `has_tensor_in_frame` checks). Otherwise the rest runs eagerly and breaks nothing."""
-        if self.torch_contexts:
+        if self.torch_contexts or stack is not None and _may_hold_tensor(stack):
             return True
         names = set()
-        for statements, index in self.position:
-            for statement in statements[index + 1:]:
-                names.update(node.id for node in ast.walk(statement) if isinstance(node, ast.Name))
+        rest = [*ahead, *(statement for statements, index in self.position for statement in statements[index + 1:])]
+        for statement in rest:
+            names.update(node.id for node in ast.walk(statement) if isinstance(node, ast.Name))
         for name in names:
             ty = self.env.get(name)
             if ty is not None:
-                if ty.maybe_tensor or ty.kind in (K.MODULE, K.NDARRAY, K.UNKNOWN) or (
-                        ty.kind == K.SEQ and not (isinstance(ty.ref, Ty) and ty.ref.kind in K.PLAIN_KINDS)) or (
-                        ty.kind == K.DICT and isinstance(ty.ref, Ty) and ty.ref.kind in (K.TENSOR, K.MODULE)):
+                if _may_hold_tensor(ty):
                     return True
             elif name not in self.local_functions:
                 target = self.local_imports.get(name) or self.module.imports.get(name)
@@ -596,6 +600,8 @@ class FunctionWalker:
         iterable = self.expr(node.iter)
         self.report_tensor_iteration(node.iter, iterable)
         self.iterate_user_object(node.iter, iterable)
+        if self.resume_pending and not self.loops:  # the header broke: the loop runs in the resumed frame
+            self.settle_resume([*node.body, *node.orelse], iterable)
         self.assign(node.target, self.element_type(iterable), node)
         self.unresumable(node.body, loop=True)
         self.unresumable(node.body, loop=True)  # second pass: loop-carried types (e.g. a tensor accumulator)
@@ -740,14 +746,19 @@ class FunctionWalker:
                 if truth == decisive:
                     return decisive
             return not decisive
-        if isinstance(node, ast.Name) and node.id in self.env:
-            ty = self.env[node.id]
-            return ty.ref if ty.kind == K.BOOL and isinstance(ty.ref, bool) else None
-        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)) \
-                and isinstance(node.left, ast.Name) and isinstance(node.comparators[0], ast.Constant):
-            ty = self.env.get(node.left.id)  # `limit_type == "max"` with limit_type left at its default
-            if ty is not None and isinstance(ty.ref, K.Literal):
-                return (ty.ref.value == node.comparators[0].value) == isinstance(node.ops[0], ast.Eq)
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            ty = self.settled_value(node)  # `if verbose:` / `if self.verbose:` left at False
+            if ty is not None and ty.kind == K.BOOL and isinstance(ty.ref, bool):
+                return ty.ref
+            if ty is not None and ty.kind == K.NONE:
+                return False
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.comparators[0], ast.Constant):
+            ty = self.settled_value(node.left)
+            op, constant = node.ops[0], node.comparators[0].value
+            if ty is not None and isinstance(op, (ast.Eq, ast.NotEq)) and isinstance(ty.ref, K.Literal):
+                return (ty.ref.value == constant) == isinstance(op, ast.Eq)  # `mode == "max"`, mode at its default
+            if ty is not None and isinstance(op, (ast.Is, ast.IsNot)) and constant is None and ty.kind == K.NONE:
+                return isinstance(op, ast.Is)  # `self.early_exit is not None`, left at None
         if isinstance(node, ast.Name) and node.id not in self.local_imports:
             value = self.module.globals.get(node.id)
             if isinstance(value, ast.Constant) and not self.module.mutated_globals & {node.id}:
@@ -761,6 +772,26 @@ class FunctionWalker:
             if name == "torch.jit.is_scripting":
                 return False
         return None
+
+    def settled_value(self, node: ast.expr) -> Ty | None:
+        """The type of a local, or of an attribute path (`self.cfg.verbose`) on an instance whose
+        construction the walk saw (a root's site, a call): either may be a constant (a default
+        the call left alone). Not the attributes any instance of the class may hold."""
+        if isinstance(node, ast.Name):
+            return self.env.get(node.id)
+        if not isinstance(node, ast.Attribute):
+            return None
+        first = node
+        while isinstance(first.value, ast.Attribute):
+            first = first.value
+        owner = self.env.get(first.value.id) if isinstance(first.value, ast.Name) else None
+        if owner is None or not owner.attrs or first.attr not in dict(owner.attrs):
+            return None
+        self.quiet += 1
+        try:
+            return self.expr(node)
+        finally:
+            self.quiet -= 1
 
     def test(self, node: ast.expr, statement: ast.AST | None = None) -> Ty:
         """Evaluates `node` in a boolean context (if/while/ternary/filter/and/or/not)."""
@@ -862,7 +893,7 @@ class FunctionWalker:
             if callee.startswith(("io.", "threading.")) or K.is_training_object(callee):
                 return Ty(K.OBJ, ref=callee)
             cls = self.module.resolve_class(callee) if callee else None
-            if cls is not None:  # a module-level instance of a workspace class
+            if cls is not None or callee in BUILTIN_CONTAINERS:  # a workspace class's instance, `dict(zip(...))`
                 return self.module_value(value)
         return K.T_UNKNOWN
 
@@ -897,6 +928,8 @@ class FunctionWalker:
             cls = self.module.resolve_class(dotted)
             if cls is not None:
                 return self.analysis.instance_type(self, cls, args, kwargs)
+            if dotted in BUILTIN_CONTAINERS and not kwargs:
+                return builtin_container(dotted, args)
             if dotted == "functools.partial":
                 return partial_of(args, kwargs)
             made = made_by_factory(self.module, node, lambda value: self.module_value(value, depth + 1))
@@ -1539,6 +1572,36 @@ def _literal_display_type(node: ast.expr) -> Ty | None:
             return None
         return Ty(K.DICT, ref=functools.reduce(K.join, values) if values else None)
     return None
+
+
+# Builtins that build a container from iterables; module_value follows them for module constants
+# (`LABEL_MAP = dict(enumerate(GESTURES))`). Shadowed names resolve to the module's own first.
+BUILTIN_CONTAINERS = {"dict", "list", "tuple", "set", "frozenset", "sorted", "reversed", "enumerate", "zip"}
+
+
+def builtin_container(name: str, args: list[Ty]) -> Ty:
+    def element(ty: Ty) -> Ty:
+        return ty.ref if ty.kind == K.SEQ and isinstance(ty.ref, Ty) else K.T_UNKNOWN
+
+    if name == "enumerate" and args:
+        return K.seq_of(Ty(K.SEQ, items=(K.T_INT, element(args[0]))))
+    if name == "zip":
+        return K.seq_of(Ty(K.SEQ, items=tuple(map(element, args))))
+    if name == "dict":
+        pair = element(args[0]) if args else K.T_UNKNOWN
+        return Ty(K.DICT, ref=pair.items[1] if pair.kind == K.SEQ and pair.items and len(pair.items) == 2
+                  else K.T_UNKNOWN)
+    return K.seq_of(element(args[0]) if args else K.T_UNKNOWN)
+
+
+def _may_hold_tensor(ty: Ty) -> bool:
+    """What `has_tensor_in_frame` would find a tensor (or module, or array) in, as far as the type
+    tells: a list or tuple is looked into (`zip(a.tolist(), b.tolist())` holds none)."""
+    if ty.kind == K.SEQ:
+        parts = [*([ty.ref] if isinstance(ty.ref, Ty) else []), *(ty.items or ())]
+        return not parts or any(map(_may_hold_tensor, parts))
+    return ty.maybe_tensor or ty.kind in (K.MODULE, K.NDARRAY, K.UNKNOWN) or (
+        ty.kind == K.DICT and isinstance(ty.ref, Ty) and ty.ref.kind in (K.TENSOR, K.MODULE))
 
 
 def constant_type(node: ast.expr) -> Ty:

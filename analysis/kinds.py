@@ -216,6 +216,10 @@ def join(a: Ty, b: Ty) -> Ty:
                   attrs=a.attrs if a.attrs == b.attrs else None)
     if {a.kind, b.kind} <= {INT, NUM, BOOL}:
         return Ty(NUM, shape_derived=a.shape_derived or b.shape_derived)
+    if {a.kind, b.kind} == {SHAPE, SEQ}:  # `return [0]` (a literal size list) or `return starts`
+        seq = a if a.kind == SEQ else b
+        return Ty(SEQ, ref=_element_join(seq.ref, T_INT), shape_derived=a.shape_derived or b.shape_derived,
+                  optional=a.optional or b.optional)
     return T_UNKNOWN
 
 
