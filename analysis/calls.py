@@ -80,6 +80,7 @@ SKIPPED_LIBRARIES = {"sklearn", "pandas", "networkx", "tqdm", "tabulate", "hypot
 # them: they break inside even where the calling frame was given up.
 LIBRARY_FRAMES_TRACED = ("scipy.ndimage.", "scipy.stats.")
 TRACEABLE_LIBRARY_CALLS = {"scipy.special.softmax", "scipy.special.log_softmax"}
+DICT_CLASSES = {"collections.defaultdict", "collections.OrderedDict", "collections.Counter"}
 STREAM_CALLS = {"sys.stdout.write", "sys.stderr.write", "sys.stdout.flush", "sys.stderr.flush"}
 AUTOGRAD_CALLS = {"torch.autograd.grad", "torch.autograd.backward"}
 # torch.autograd.functional takes the function to differentiate as an argument, which Dynamo cannot
@@ -195,6 +196,11 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
         method = receiver.ref.lookup_method(func.attr)
         if method is not None:  # `super().forward(x)`: the base's method, run on this object (its overrides)
             return walker.call_method(node, method, args, kwargs, walker.env["self"])
+    if receiver is not None and receiver.kind == K.STR and func.attr == "join" and args \
+            and walker.element_type(args[0]) == K.T_TENSOR_TEXT:
+        walker.report("FL116", node, "`str.join` of strings formatted from tensors: Dynamo cannot join them "
+                                     "without the tensors' values")
+        return K.T_STR
     if receiver is not None and func.attr in MODULE_HOOKS and receiver.kind in (K.MODULE, K.UNKNOWN):
         walker.report("FL129", node, f"`{func.attr}()` inside compiled code: Dynamo cannot install a hook")
         return K.T_HOOK_HANDLE
@@ -752,6 +758,10 @@ def construct(walker, node: ast.Call, cls: ClassInfo, args: list[Ty], kwargs: di
 def library_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
     if dotted.startswith("torch."):
         return torch_call(walker, node, dotted, args, kwargs)
+    if dotted in DICT_CLASSES:
+        return Ty(K.DICT, ref=K.T_UNKNOWN)
+    if dotted == "collections.deque":
+        return K.seq_of(K.T_UNKNOWN)
     head, _, last = dotted.rpartition(".")
     if dotted in SKIPPED_CALLS:
         walker.report("FL121", node, f"`{dotted}()` is not traceable: Dynamo skips it and the graph breaks")

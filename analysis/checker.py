@@ -300,15 +300,20 @@ class FunctionWalker:
         """FL302 where code first changes a list or dict that outlives the call (`self.history`,
         a module-level dict): Dynamo guards on its contents, which the change makes fail on the
         next call (measured on 2.13: append, `d[k] = v`, on module attributes and globals)."""
+        if self.resume_pending and isinstance(self.current_statement, ast.AugAssign) and not self.resume_is_traced():
+            # `self.totals[k] += float(v)`: the dict was read before the break; the store is left to
+            # the resumed frame, which Python runs when it holds no tensor: nothing guards on it (an
+            # `.append(float(v))` resumes with the list on the stack and recompiles: 2.13)
+            return
         if isinstance(container, ast.Attribute) and isinstance(container.value, ast.Name) \
                 and container.value.id == "self":
             owner = self.expr(container.value)
             if owner.kind not in (K.MODULE, K.OBJ) or not isinstance(owner.ref, ClassInfo) \
-                    or self.module_attribute(owner, container.attr).kind not in (K.SEQ, K.DICT):
+                    or not _is_container(self.module_attribute(owner, container.attr)):
                 return
             where = f"`self.{container.attr}`"
-        elif isinstance(container, ast.Subscript) and isinstance(container.value, ast.Name):
-            return self.report_state_change(container.value, node)  # `STATS[name].append(v)`: a list it holds
+        elif isinstance(container, ast.Subscript):  # `STATS[name].append(v)`, `self.history[k].append(v)`:
+            return self.report_state_change(container.value, node)  # a list it holds
         elif isinstance(container, ast.Name) and container.id not in self.env \
                 and container.id not in self.local_imports:
             value = self.module.globals.get(container.id)
@@ -1128,6 +1133,7 @@ class FunctionWalker:
         return Ty(K.DICT, ref=functools.reduce(K.join, values))
 
     def expr_JoinedStr(self, node: ast.JoinedStr) -> Ty:
+        lazy = False
         for value in node.values:
             if isinstance(value, ast.FormattedValue):
                 ty = self.expr(value.value)
@@ -1135,7 +1141,8 @@ class FunctionWalker:
                 # used), but a conversion (`{t!r}`, `{t!s}`) formats the tensor right here.
                 if ty.is_tensor and value.conversion != -1:
                     self.report("FL114", value, "Tensor converted with !r/!s in an f-string")
-        return K.T_STR
+                lazy = lazy or ty.is_tensor and value.conversion == -1
+        return K.T_TENSOR_TEXT if lazy else K.T_STR
 
     def expr_BinOp(self, node: ast.BinOp) -> Ty:
         if _is_item_call(node.left):
@@ -1226,8 +1233,17 @@ class FunctionWalker:
         return (K.T_RANK_BOOL if K.rank_only(*types) else K.T_SHAPE_BOOL) if shape else K.T_BOOL
 
     def expr_IfExp(self, node: ast.IfExp) -> Ty:
+        known = self.static_truth(node.test)
+        if known is not None:  # folded while tracing
+            return self.expr(node.body if known else node.orelse)
         self.test(node.test, node)
-        return K.join(self.expr(node.body), self.expr(node.orelse))
+        body, orelse = self.expr(node.body), self.expr(node.orelse)
+        # `POSTPROCESS if hooks is None else hooks`: the code the known side holds may run
+        if _holds_code(body) and not _holds_code(orelse) and _unknown_inside(orelse):
+            return body
+        if _holds_code(orelse) and not _holds_code(body) and _unknown_inside(body):
+            return orelse
+        return K.join(body, orelse)
 
     def expr_NamedExpr(self, node: ast.NamedExpr) -> Ty:
         value = self.expr(node.value)
@@ -1572,6 +1588,26 @@ def _literal_display_type(node: ast.expr) -> Ty | None:
             return None
         return Ty(K.DICT, ref=functools.reduce(K.join, values) if values else None)
     return None
+
+
+def _is_container(ty: Ty) -> bool:
+    """A list or dict (`defaultdict(list)` and the other collections too)."""
+    return ty.kind in (K.SEQ, K.DICT) or ty.kind == K.OBJ and ty.ref in GLOBAL_CONTAINERS
+
+
+def _holds_code(ty: Ty) -> bool:
+    """A function, a workspace class or instance, or a container of them."""
+    if ty.kind in (K.SEQ, K.DICT):
+        return isinstance(ty.ref, Ty) and _holds_code(ty.ref)
+    return ty.kind == K.FUNC or ty.kind in (K.OBJ, K.MODULE, K.CLASS) and ty.ref is not None \
+        and not isinstance(ty.ref, str)
+
+
+def _unknown_inside(ty: Ty) -> bool:
+    """Unknown, or a container of values of unknown type."""
+    if ty.kind in (K.SEQ, K.DICT):
+        return not isinstance(ty.ref, Ty) or _unknown_inside(ty.ref)
+    return ty.kind == K.UNKNOWN
 
 
 # Builtins that build a container from iterables; module_value follows them for module constants

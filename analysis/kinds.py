@@ -110,6 +110,7 @@ T_SHAPE = Ty(SHAPE, shape_derived=True)
 T_DTYPE = Ty(DTYPE)
 T_DEVICE = Ty(DEVICE)
 T_STR = Ty(STR)
+T_TENSOR_TEXT = Ty(STR, ref="tensor text")  # `f"{t:.2f}"`: Dynamo formats it lazily, when the string is used
 T_NONE = Ty(NONE)
 T_OBJ = Ty(OBJ)
 T_UNKNOWN = Ty(UNKNOWN)

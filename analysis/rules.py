@@ -135,6 +135,13 @@ _RULES = [
          "lazily; the break happens where the string is used.)",
          "Format outside the compiled function.",
          "GB0569", "repr() on tensor"),
+    Rule("FL116", "join-tensor-text", GRAPH_BREAK,
+         "Joining strings formatted from tensors",
+         "An f-string of a tensor (`f\"{k}={v.mean():.2f}\"`) is kept unformatted while Dynamo traces; "
+         "`str.join` over such strings is a method call it cannot trace (measured on 2.13, over a list "
+         "or a generator), so the graph breaks there.",
+         "Build the message outside the compiled function, or log the tensors' values after it returns.",
+         "GB0156", "Unsupported method call"),
     Rule("FL115", "unsupported-context-manager", GRAPH_BREAK,
          "Context manager Dynamo cannot trace",
          "Locks and other non-torch context managers cannot be entered inside a graph.",
