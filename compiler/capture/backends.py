@@ -6,6 +6,7 @@ makes them differentiable op by op; explain() reports this per region.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 
@@ -91,20 +92,89 @@ class FuseLensBackend(_AtenGraphBackend):
 
         from ..backend import compile_graph, decompositions
 
-        if region.create_graph_line:
+        twice = region.create_graph_line or region.mutates_inputs and region.file_create_graph_line
+        if twice:  # (the replaying backward below works on copies of the inputs: not for one that mutates them)
             run, _ = super().compile_autograd(region, example_inputs)
-            return run, (f"eager: create_graph=True at line {region.create_graph_line} differentiates through "
-                         "it twice, which AOT-compiled backward graphs cannot")
+            return run, (f"eager: create_graph=True at line {twice} may differentiate through it twice, "
+                         "which AOT-compiled backward graphs cannot")
 
         def boxed(g, example):
             return make_boxed_func(compile_graph(g, example))
         try:  # traces the joint graph now, on fake copies of the inputs
             fn = aot_module_simplified(_rnn_layers_keep_workspace(region.gm), list(example_inputs),
                                        fw_compiler=boxed, bw_compiler=boxed, decompositions=decompositions())
-            return _without_autocast(region, fn), "compiled forward and backward (joint graph through AOTAutograd)"
+            how = "compiled forward and backward (joint graph through AOTAutograd)"
+            if region.file_create_graph_line:
+                return _twice_differentiable(_without_autocast(region, fn), region.tgm), (
+                    f"{how}; create_graph=True at line {region.file_create_graph_line} of its file: a gradient "
+                    "asked to be differentiable replays the torch-level calls")
+            return _without_autocast(region, fn), how
         except Exception as e:  # noqa: BLE001 - any failure: torch replays the calls, gradients exact
             run, _ = super().compile_autograd(region, example_inputs)
             return run, f"eager: AOTAutograd failed ({type(e).__name__}: {str(e)[:80]})"
+
+
+def _twice_differentiable(compiled, replay):
+    """`compiled` (AOT-compiled forward and backward) inside an autograd.Function whose backward
+    runs the compiled backward, unless the gradient must itself be differentiable
+    (`torch.autograd.grad(..., create_graph=True)`, which AOT's backward refuses at the second
+    differentiation): then `replay`, the region's torch-level calls, runs again on the saved
+    inputs under grad and is differentiated with create_graph, so the graph reaches the inputs."""
+    class Region(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, *args):
+            inner = [a.detach().requires_grad_() if _wants_grad(a) else a for a in args]
+            ctx.rng = _rng_state(args)  # before the forward draws
+            with torch.enable_grad():
+                outs = list(compiled(*inner))
+            ctx.inner, ctx.outs = inner, outs
+            ctx.tensor_at = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+            ctx.save_for_backward(*(args[i] for i in ctx.tensor_at))
+            ctx.mark_non_differentiable(*(o for o in outs if isinstance(o, torch.Tensor) and not o.requires_grad))
+            return tuple(o.detach() if _wants_grad(o) else o for o in outs)
+
+        @staticmethod
+        def backward(ctx, *grads):
+            wanted = [i for i, a in enumerate(ctx.inner) if _wants_grad(a)]
+            if torch.is_grad_enabled():  # create_graph=True
+                args = list(ctx.inner)
+                for i, saved in zip(ctx.tensor_at, ctx.saved_tensors):
+                    # a view: the gradient stops there (the inputs' own history is the outer
+                    # graph's to follow), yet it is a function of the input, differentiable again
+                    args[i] = saved.view_as(saved) if _wants_grad(saved) else saved
+                with torch.enable_grad(), _rng_restored(ctx.rng):  # the same random draws as the forward's
+                    outs, sources = list(replay(*args)), [args[i] for i in wanted]
+            else:
+                outs, sources = ctx.outs, [ctx.inner[i] for i in wanted]
+            pairs = [(o, g) for o, g in zip(outs, grads) if _wants_grad(o) and g is not None]
+            found = torch.autograd.grad([o for o, _ in pairs], sources, [g for _, g in pairs], retain_graph=True,
+                                        create_graph=torch.is_grad_enabled(), allow_unused=True) \
+                if pairs and sources else ()
+            result = [None] * len(ctx.inner)
+            for i, g in zip(wanted, found):
+                result[i] = g
+            return tuple(result)
+
+    return lambda *args: Region.apply(*args)
+
+
+def _rng_state(args):
+    devices = sorted({a.device.index or 0 for a in args if isinstance(a, torch.Tensor) and a.is_cuda})
+    return torch.get_rng_state(), devices, [torch.cuda.get_rng_state(d) for d in devices]
+
+
+@contextlib.contextmanager
+def _rng_restored(state):
+    cpu, devices, cuda = state
+    with torch.random.fork_rng(devices=devices):  # and back to the current state afterwards
+        torch.set_rng_state(cpu)
+        for device, device_state in zip(devices, cuda):
+            torch.cuda.set_rng_state(device_state, device)
+        yield
+
+
+def _wants_grad(value) -> bool:
+    return isinstance(value, torch.Tensor) and value.requires_grad
 
 
 def _rnn_layers_keep_workspace(gm):

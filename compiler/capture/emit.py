@@ -52,8 +52,10 @@ class EmitMixin:
             return
         r.finish(outs)
         r.dynamic = any(type(v) is TVar and v.dyn for v in r.inputs)
-        r.create_graph_line = next((f.info.create_graph_line for f in self.frames_in(self.cont)
-                                    if f.info.create_graph_line), None)
+        frames = self.frames_in(self.cont)
+        r.create_graph_line = next((f.info.create_graph_line for f in frames if f.info.create_graph_line), None)
+        r.file_create_graph_line = next((f.info.file_create_graph_line for f in frames
+                                         if f.info.file_create_graph_line), None)
         self.regions.append(r)
         names = [self.out_name(tv, live) for tv in outs]
         out_ids = {id(tv) for tv in outs}

@@ -18,6 +18,9 @@ _FILE_TREES: dict = {}
 _INFOS: dict = {}
 
 
+_CREATE_GRAPH_LINES: dict = {}  # (file, id of its parsed tree) → first create_graph= line
+
+
 def _file_tree(filename: str):
     lines = linecache.getlines(filename)
     if not lines:
@@ -31,6 +34,19 @@ def _file_tree(filename: str):
             return None
         _FILE_TREES[key] = tree
     return tree
+
+
+def _create_graph_line(nodes):
+    """The first line passing create_graph= anything but a constant false value."""
+    return next((n.lineno for n in nodes if isinstance(n, ast.keyword) and n.arg == "create_graph"
+                 and not (isinstance(n.value, ast.Constant) and not n.value.value)), None)
+
+
+def _file_create_graph_line(filename: str, tree):
+    key = (filename, id(tree))  # the trees stay in _FILE_TREES: ids are not reused
+    if key not in _CREATE_GRAPH_LINES:
+        _CREATE_GRAPH_LINES[key] = _create_graph_line(ast.walk(tree))
+    return _CREATE_GRAPH_LINES[key]
 
 
 def _find_node(tree, code):
@@ -150,10 +166,10 @@ class FuncInfo:
         self.hoisted: dict = {}  # statements split around a call (hoist.py), kept for stable resume keys
         # torch.autograd.grad(..., create_graph=True) here: gradients of gradients flow back
         # through the regions this function runs (AOT-compiled regions cannot do that)
-        self.create_graph_line = next(
-            (n.lineno for n in _walk_no_scopes(ast.Module(body=list(self.body), type_ignores=[]))
-             if isinstance(n, ast.keyword) and n.arg == "create_graph"
-             and not (isinstance(n.value, ast.Constant) and not n.value.value)), None)
+        self.create_graph_line = _create_graph_line(_walk_no_scopes(ast.Module(body=list(self.body), type_ignores=[])))
+        # ... and anywhere in its file: a function run as Python after the region (a PINN's
+        # `gradient(u_x, xt)` behind a dispatch) may differentiate twice through what it returns
+        self.file_create_graph_line = _file_create_graph_line(self.filename, tree)
 
     def source_line(self, line: int) -> str:
         return linecache.getline(self.filename, line).strip()

@@ -40,6 +40,7 @@ class Region:
         self.name = ""
         self.autograd = "none needed"
         self.create_graph_line = None  # set when the code around it differentiates twice
+        self.file_create_graph_line = None  # set when code in its files may (backends.py)
         self.dynamic = False  # some input may come with other sizes (dynamic=True)
 
     # -- undo --

@@ -111,6 +111,37 @@ def test_second_order_gradients_replay_regions_through_torch():
     assert "create_graph=True at line" in rep.regions[0].autograd
 
 
+class _Residuals:
+    @staticmethod
+    def curvature(u, x):
+        return _second_derivative(u, x)
+
+    @classmethod
+    def get(cls, name):
+        return getattr(cls, name)
+
+
+def _second_derivative(u, x):
+    du, = torch.autograd.grad(u.sum(), x, create_graph=True)
+    d2u, = torch.autograd.grad(du.sum(), x, create_graph=True)
+    return d2u
+
+
+def residual_via_dispatch(x, w, name):
+    u = torch.nn.functional.dropout(torch.tanh(x * w), 0.3) * x  # the replay draws the same mask
+    return _Residuals.get(name)(u, x).pow(2).mean()
+
+
+def test_a_helper_run_after_the_region_may_differentiate_it_twice():
+    # `_Residuals.get(name)` runs as Python: the region computing u is flushed before it, and the
+    # create_graph=True calls are nowhere on the stack then. AOT's compiled backward refuses a
+    # second differentiation; the region's backward replays its torch calls when asked to.
+    x, w = torch.randn(6, 5, requires_grad=True), torch.randn(6, 5, requires_grad=True)
+    check(residual_via_dispatch, [((x, w, "curvature"), {})], backend="fuselens")  # grads of x, w: third order
+    (region, *_) = explain(residual_via_dispatch, backend="fuselens")(x, w, "curvature").regions
+    assert region.autograd.startswith("compiled forward and backward") and "replays" in region.autograd
+
+
 def stop_gradient(x, w):
     h = x @ w
     return h.detach() * 2, (h * h).sum()
