@@ -155,6 +155,11 @@ class _InitWalker(FunctionWalker):
             self.attributes.update(helper.attributes)
             if helper.result.returns.kind not in (K.UNKNOWN, K.NONE):  # `self.body = self.build_body(cfg)`
                 return helper.result.returns
+        if receiver is None and callee.node is not None and not callee.node.decorator_list \
+                and callee not in self.visiting and _returns_lambdas(callee.node):
+            # `self.reduce = _reduction(name)`, a helper returning lambdas: the functions it returns
+            self.result.reads.append((callee, callee.block.text))  # an edit to it recomputes the attributes
+            return _quiet_walk(self, callee, bind_parameters(callee, args, kwargs, None)).result.returns
         # other calls are not walked (cost); a helper's return annotation still types the attribute
         if callee.node is not None and callee.node.returns is not None:
             return annotation_type(callee.module, callee.node.returns)
@@ -185,6 +190,19 @@ class _InitWalker(FunctionWalker):
             if empty:
                 self.attributes[func.value.attr] = K.seq_of(element)
         return super().expr_Call(node)
+
+
+def _returns_lambdas(node) -> bool:
+    return any(isinstance(statement, ast.Return) and statement.value is not None
+               and any(isinstance(n, ast.Lambda) for n in ast.walk(statement.value)) for statement in node.body)
+
+
+def _quiet_walk(walker, callee: FunctionInfo, params: tuple) -> FunctionWalker:
+    """`callee` walked for what it returns, reporting nothing (it runs eagerly, in `__init__`)."""
+    helper = FunctionWalker(walker.analysis, callee, "init", params, (), MAX_DEPTH)
+    helper.quiet += 1
+    helper.run()
+    return helper
 
 
 def _unconstructed_parameter(function: FunctionInfo, arg: ast.arg, default) -> Ty:

@@ -535,6 +535,10 @@ def _walk_key_lambdas(walker, node: ast.Call, name: str, iterable: Ty) -> list[T
             walker.env[candidate.args.args[0].arg] = element
             results.append(walker.expr(candidate.body))
             walker.env = saved
+        elif isinstance(candidate, ast.Attribute) and candidate.attr in ("get", "__getitem__"):
+            table = walker.expr(candidate.value)  # `min(scores, key=scores.get)`: the dict's values
+            if table.kind == K.DICT and isinstance(table.ref, Ty):
+                results.append(table.ref)
     return results
 
 
@@ -674,6 +678,9 @@ def object_method(walker, node: ast.Call, receiver: Ty, name: str, args: list[Ty
     results = []
     for cls in classes:
         method = cls.lookup_method(name) if isinstance(cls, ClassInfo) else None
+        if method is None and len(classes) == 1 and isinstance(cls, ClassInfo):
+            attribute = walker.module_attribute(receiver, name)  # `self._better = lambda a, b: ...`
+            return call_function_value(walker, node, attribute, args, kwargs) if attribute.kind == K.FUNC else None
         if method is None:
             return None
         one = receiver if len(classes) == 1 else Ty(receiver.kind, ref=cls)

@@ -1251,7 +1251,16 @@ class FunctionWalker:
         return value
 
     def expr_Lambda(self, node: ast.Lambda) -> Ty:
-        return K.T_OBJ
+        """A function value (`self._better = lambda a, b: a < b - delta`), closing over the
+        variables it reads as they are now; a call walks its body."""
+        body = ast.Return(value=node.body)
+        ast.copy_location(body, node.body)
+        definition = ast.FunctionDef(name="<lambda>", args=node.args, body=[body], decorator_list=[], returns=None,
+                                     type_comment=None)
+        ast.copy_location(definition, node)
+        info = FunctionInfo(f"{self.function.qualname}.<lambda>", self.function.block, self.module,
+                            self.function.cls, _node=definition)
+        return Ty(K.FUNC, ref=K.Wrapped(info, self.closure_for(info)))
 
     def expr_Starred(self, node: ast.Starred) -> Ty:
         return self.expr(node.value)
