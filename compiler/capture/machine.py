@@ -150,6 +150,12 @@ class Capture(ExprMixin, CallMixin, StatementMixin, ControlMixin, EmitMixin, Sto
                     add(v.frame)
         return out
 
+    def nothing_done(self) -> bool:
+        """No statement has run in Python and no region has changed state so far (random draws
+        may have: the caller restores the random state)."""
+        return all(line.kind not in ("stmt", "store") for line in self.prog.lines) and not any(
+            r.changes_state() for r in self.regions)
+
     def live_values(self, keep=()) -> dict:
         out = {}
         stack = list(keep) + self.store_values()

@@ -241,6 +241,10 @@ class Region:
     def has_effects(self) -> bool:
         return any(n.op == "call_function" and _impure(n) for n in self.graph.nodes)
 
+    def changes_state(self) -> bool:
+        """Writes to a tensor in place (random draws aside, which are effects too)."""
+        return self.mutates_inputs or any(n.op == "call_function" and _mutates(n) for n in self.graph.nodes)
+
 
 def _getitem(x, i):
     return x[i]
@@ -248,10 +252,12 @@ def _getitem(x, i):
 
 def _impure(node) -> bool:
     t = node.target
-    schema = getattr(t, "_schema", None)
-    if schema is not None and schema.is_mutable:
-        return True
-    return hasattr(t, "tags") and torch.Tag.nondeterministic_seeded in t.tags
+    return _mutates(node) or hasattr(t, "tags") and torch.Tag.nondeterministic_seeded in t.tags
+
+
+def _mutates(node) -> bool:
+    schema = getattr(node.target, "_schema", None)
+    return schema is not None and schema.is_mutable
 
 
 def _dce(graph, out_node, impure):

@@ -6,8 +6,11 @@ import inspect
 import itertools
 import warnings
 
+import torch
+
 from .ambient import Ambient
 from .backends import Backend
+from .emit import CaptureError
 from .frames import func_info
 from .program import Jump, Raised
 
@@ -126,14 +129,31 @@ class CompiledFunction:
             if found:
                 raise FullGraphError(found)
         cap = Capture(self, point, args)
+        rng = _rng_state() if point.root else None
         try:
             result = cap.run()
         except Raised as r:
             raise r.error.with_traceback(r.error.__traceback__) from None
+        except CaptureError as error:
+            if not (point.root and cap.nothing_done()):
+                raise  # part of the function has run: running it again would repeat that
+            return self._run_eagerly(point, args, error, rng)
         self._register(point, cap)
         if type(result) is Jump:
             return result
         return result[1]
+
+    def _run_eagerly(self, point, args, error, rng):
+        """The capture met something it cannot express before any statement ran in Python or any
+        region changed state: the function runs as it is, from the random state it started with
+        (the regions run so far drew from it), as eager would (not cached: the next call tries again)."""
+        msg = f"fuselens: {self.info.qualname} could not be captured ({error}); it ran without capture"
+        self.log.append(msg)
+        if not self.warned:
+            warnings.warn(msg, stacklevel=4)
+            self.warned = True
+        _set_rng_state(rng)
+        return self.binder.call(self.fn, dict(zip(point.params, args)))
 
     def _over_limit(self, point, args, reason):
         msg = (f"fuselens: {self.info.qualname} hit the variant limit ({CACHE_LIMIT}) at {point.name}; "
@@ -271,3 +291,14 @@ def _make_binder(info, fn):
     binder.params = order
     binder.call = call
     return binder
+
+
+def _rng_state():
+    return torch.get_rng_state(), torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+
+
+def _set_rng_state(state):
+    cpu, cuda = state
+    torch.set_rng_state(cpu)
+    if cuda is not None:
+        torch.cuda.set_rng_state_all(cuda)
