@@ -148,8 +148,9 @@ class Root:
     # A trace/export root: how many positional example inputs the call gives (the parameters
     # after those keep their defaults while tracing); None when unknown or not a trace root.
     passed: int | None = None
-    # A module-level construction of the class that hands it code (`Net(hooks=[log_stats])`):
-    # (path of its module, the call); `self` is that instance, whose methods run that code.
+    # A module-level construction of the class that hands it code (`Net(hooks=[log_stats])`), or
+    # call of the compiled function that does (`evaluate(x, callbacks=[log])`): (path of its
+    # module, the call); `self` is that instance, or the parameters are those arguments.
     site: "tuple[str, ast.Call] | None" = None
 
 
@@ -200,8 +201,19 @@ class ModuleIndex:
                         roots.append(root)
                         roots.extend(_module_root(COMPILE, cls, forward, site=(self.path, call))
                                      for call in self.constructions_handing_code(cls))
+        for root in self.roots:  # `evaluate(x, callbacks=[log_metric])` at module level
+            if root.mode == COMPILE and root.function.cls is None and root.function.module is self:
+                roots.extend(Root(COMPILE, root.function, site=(self.path, call))
+                             for call in self.calls_handing_code(root.function))
         self._compiled_roots = (config.assume_modules_compiled, roots)
         return roots
+
+    def calls_handing_code(self, function: FunctionInfo) -> list[ast.Call]:
+        """Module-level calls of the compiled `function` with an argument that names a function
+        or class of this module: the code it is handed runs inside it."""
+        return [node for value in self.eager for statement in value.statements for node in ast.walk(statement)
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == function.name
+                and any(map(self._hands_code, [*node.args, *node.keywords]))]
 
     def constructions_handing_code(self, cls: "ClassInfo") -> list[ast.Call]:
         """Module-level calls of `cls` with an argument that names a function or class of this

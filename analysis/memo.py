@@ -58,7 +58,9 @@ class Analysis:
             wrapper = decorated(function, constant_type) if function.node.decorator_list else None
             if wrapper is None:
                 params = root_parameters(function, owner, passed)
-                if site is not None:  # `self` is the instance the module-level call builds
+                if site is not None and function.cls is None:  # the arguments of a module-level call
+                    params = self._called(function, site, mode, params)
+                elif site is not None:  # `self` is the instance the module-level call builds
                     params = (self._constructed(function, owner or function.cls, site, mode), *params[1:])
                 self.evaluate(function, mode, params, (), 0)
             else:  # `@torch.compile` over `@timed(...)`: what is compiled is the wrapper
@@ -74,6 +76,22 @@ class Analysis:
     def _constructed(self, function: FunctionInfo, cls: ClassInfo, call: ast.Call, mode: str):
         """The instance `call` builds: its arguments are evaluated as names of `function`'s module
         (quietly: the call runs eagerly) and its `__init__` walked with them."""
+        walker, args, kwargs = self._site_arguments(function, call, mode)
+        instance = self.instance_type(walker, cls, args, kwargs, always=True)
+        for read, _text in walker.result.reads:  # an edit to an `__init__` read redoes the root
+            self.deps[id(read)] = (read, read.block)
+        return instance
+
+    def _called(self, function: FunctionInfo, call: ast.Call, mode: str, guessed: tuple) -> tuple:
+        """The parameters a module-level call of the compiled `function` passes; where an
+        argument's type is unknown, what a root's parameter would be taken for."""
+        _walker, args, kwargs = self._site_arguments(function, call, mode)
+        bound = bind_parameters(function, args, kwargs, None)
+        return tuple(g if b.kind == K.UNKNOWN else b for b, g in zip(bound, guessed)) + bound[len(guessed):]
+
+    def _site_arguments(self, function: FunctionInfo, call: ast.Call, mode: str):
+        """(walker, args, kwargs) of a module-level call, evaluated as names of `function`'s
+        module, quietly (the call itself runs eagerly)."""
         walker = FunctionWalker(self, function, mode, (), (), 0)
         walker.quiet += 1
 
@@ -86,10 +104,7 @@ class Analysis:
 
         args = [argument(arg) for arg in call.args if not isinstance(arg, ast.Starred)]
         kwargs = {keyword.arg: argument(keyword.value) for keyword in call.keywords if keyword.arg}
-        instance = self.instance_type(walker, cls, args, kwargs, always=True)
-        for read, _text in walker.result.reads:  # an edit to an `__init__` read redoes the root
-            self.deps[id(read)] = (read, read.block)
-        return instance
+        return walker, args, kwargs
 
     def _mutated_arguments(self, function: FunctionInfo) -> list[tuple]:
         """FunctionWalker.mutated_arguments, memoised by body text (it walks the whole body),

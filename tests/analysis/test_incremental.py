@@ -420,3 +420,36 @@ def test_a_module_built_at_module_level_with_code_runs_that_code():
     assert session.replace("self.hooks = []", "self.hooks = list(hooks or [])") == [
         (6, "FL110", "shout"), (16, "FL150", "Net.forward")]
     assert session.replace("Net(hooks=[shout])", "Net(hooks=[])") == []
+
+
+CALLED_WITH_CODE = textwrap.dedent('''\
+    import torch
+
+
+    def log_metric(name, value):
+        print(name, float(value.sum()))
+
+
+    @torch.compile
+    def evaluate(x, callbacks=()):
+        y = x * 2
+        for cb in callbacks:
+            cb("y", y)
+        return y
+
+
+    if __name__ == "__main__":
+        evaluate(torch.rand(3), callbacks=[log_metric])
+    ''')
+
+
+def test_a_compiled_function_called_at_module_level_with_code_runs_that_code():
+    # evaluate is a root twice: as declared (no callbacks) and as the module-level call hands it
+    # log_metric, whose print and float() break (measured on 2.13 with that call: GB0124 there).
+    # Editing the call, or the callee's body, changes what the second root reaches.
+    session = Session(CALLED_WITH_CODE)
+    both = [(5, "FL102", "log_metric"), (5, "FL110", "log_metric"), (12, "FL150", "evaluate")]
+    assert found(session.report) == both
+    assert session.replace("callbacks=[log_metric])", "callbacks=[])") == []
+    assert session.replace("callbacks=[])", "callbacks=[log_metric])") == both
+    assert session.replace("print(name, float(value.sum()))", "return name") == []
