@@ -62,14 +62,6 @@ def _calls_overrides(init: FunctionInfo, cls: ClassInfo) -> bool:
     return any(name in cls.methods for name in _SELF_CALL.findall(init.block.text))
 
 
-def _dispatches(ty: Ty) -> bool:
-    """A value whose type decides which user code a call runs: a function, an instance of a
-    workspace class, or a container of them."""
-    if ty.kind in (K.SEQ, K.DICT):
-        return isinstance(ty.ref, Ty) and _dispatches(ty.ref)
-    return ty.kind == K.FUNC or ty.kind in (K.MODULE, K.OBJ) and ty.ref is not None and not isinstance(ty.ref, str)
-
-
 def instance_type(walker, cls: ClassInfo, args: list[Ty], kwargs: dict[str, Ty], always: bool = False) -> Ty:
     """`cls(*args, **kwargs)`. When an argument is code to run (`Compose([Resize(), Flip()])`,
     `Net(callbacks=[Clamp()])`, `Block(attn=Local())`), or `always` (the instance a root runs),
@@ -78,7 +70,7 @@ def instance_type(walker, cls: ClassInfo, args: list[Ty], kwargs: dict[str, Ty],
     base = Ty(K.MODULE if cls.is_module else K.OBJ, ref=cls)
     init = cls.lookup_method("__init__")
     if init is None or init.node is None or init in walker.constructing \
-            or not always and not any(_dispatches(ty) for ty in (*args, *kwargs.values())):
+            or not always and not any(K.holds_code(ty) for ty in (*args, *kwargs.values())):
         return base
     instance = _walk_init(walker.analysis, init, walker.result.reads, base, walker.constructing,
                           bind_parameters(init, args, kwargs, base))

@@ -1239,9 +1239,9 @@ class FunctionWalker:
         self.test(node.test, node)
         body, orelse = self.expr(node.body), self.expr(node.orelse)
         # `POSTPROCESS if hooks is None else hooks`: the code the known side holds may run
-        if _holds_code(body) and not _holds_code(orelse) and _unknown_inside(orelse):
+        if K.holds_code(body) and not K.holds_code(orelse) and _unknown_inside(orelse):
             return body
-        if _holds_code(orelse) and not _holds_code(body) and _unknown_inside(body):
+        if K.holds_code(orelse) and not K.holds_code(body) and _unknown_inside(body):
             return orelse
         return K.join(body, orelse)
 
@@ -1602,14 +1602,6 @@ def _literal_display_type(node: ast.expr) -> Ty | None:
 def _is_container(ty: Ty) -> bool:
     """A list or dict (`defaultdict(list)` and the other collections too)."""
     return ty.kind in (K.SEQ, K.DICT) or ty.kind == K.OBJ and ty.ref in GLOBAL_CONTAINERS
-
-
-def _holds_code(ty: Ty) -> bool:
-    """A function, a workspace class or instance, or a container of them."""
-    if ty.kind in (K.SEQ, K.DICT):
-        return isinstance(ty.ref, Ty) and _holds_code(ty.ref)
-    return ty.kind == K.FUNC or ty.kind in (K.OBJ, K.MODULE, K.CLASS) and ty.ref is not None \
-        and not isinstance(ty.ref, str)
 
 
 def _unknown_inside(ty: Ty) -> bool:

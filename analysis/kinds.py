@@ -164,6 +164,14 @@ def tensor(zero_dim: bool, boolean: bool, integer: bool) -> Ty:
     return _TENSORS[zero_dim, boolean, integer]
 
 
+def holds_code(ty: Ty) -> bool:
+    """A value whose type decides which user code a call runs: a function, a workspace class or
+    an instance of one, or a container of them."""
+    if ty.kind in (SEQ, DICT):
+        return isinstance(ty.ref, Ty) and holds_code(ty.ref)
+    return ty.kind == FUNC or ty.kind in (MODULE, OBJ, CLASS) and ty.ref is not None and not isinstance(ty.ref, str)
+
+
 def seq_of(element: Ty) -> Ty:
     return Ty(SEQ, ref=element)
 
