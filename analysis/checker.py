@@ -874,8 +874,8 @@ class FunctionWalker:
             literal = _literal_display_type(value)  # `CROP = (8, 8)`, `CFG = {"stride": (6, 6)}`
             if literal is not None:
                 return literal
-        if isinstance(value, (ast.Tuple, ast.List, ast.Dict)):
-            # `HOOKS = [scale, report]`, `DECAY_FNS = {"cosine": _cosine, "linear": lambda ...}`,
+        if isinstance(value, (ast.Tuple, ast.List, ast.Dict, ast.Lambda)):
+            # `HOOKS = [scale, report]`, `act = lambda x: ...`, `DECAY_FNS = {"cosine": _cosine, "linear": lambda ...}`,
             # `TRANSFORMS = (Flip(), Crop(8))`: an element may be any of the known ones
             return self.module_value(value)
         if isinstance(value, ast.Call):
@@ -909,6 +909,10 @@ class FunctionWalker:
             return K.T_UNKNOWN
         if isinstance(node, ast.Constant):
             return literal_type(node.value)
+        if isinstance(node, ast.Lambda):  # `DECAY = {"cosine": lambda t: ...}`
+            block = next((block for block in self.module.eager if any(
+                n is node for statement in block.statements for n in ast.walk(statement))), None)
+            return Ty(K.FUNC, ref=lambda_function(node, "<lambda>", block, self.module, None)) if block else K.T_UNKNOWN
         if isinstance(node, ast.Name):
             function = self.module.functions.get(node.id)
             if function is not None:
@@ -1253,13 +1257,8 @@ class FunctionWalker:
     def expr_Lambda(self, node: ast.Lambda) -> Ty:
         """A function value (`self._better = lambda a, b: a < b - delta`), closing over the
         variables it reads as they are now; a call walks its body."""
-        body = ast.Return(value=node.body)
-        ast.copy_location(body, node.body)
-        definition = ast.FunctionDef(name="<lambda>", args=node.args, body=[body], decorator_list=[], returns=None,
-                                     type_comment=None)
-        ast.copy_location(definition, node)
-        info = FunctionInfo(f"{self.function.qualname}.<lambda>", self.function.block, self.module,
-                            self.function.cls, _node=definition)
+        info = lambda_function(node, f"{self.function.qualname}.<lambda>", self.function.block, self.module,
+                               self.function.cls)
         return Ty(K.FUNC, ref=K.Wrapped(info, self.closure_for(info)))
 
     def expr_Starred(self, node: ast.Starred) -> Ty:
@@ -1530,6 +1529,14 @@ def decorated(function: FunctionInfo, argument_type) -> K.Wrapped | None:
     for decorator in reversed(function.node.decorator_list):
         inner = _wrap(function.module, decorator, inner, argument_type) or inner
     return inner if inner.function is not function else None
+
+
+def lambda_function(node: ast.Lambda, qualname: str, block, module, cls) -> FunctionInfo:
+    """A lambda as a function of its own (a def returning its expression), in `block`."""
+    body = ast.copy_location(ast.Return(value=node.body), node.body)
+    definition = ast.copy_location(ast.FunctionDef(name="<lambda>", args=node.args, body=[body], decorator_list=[],
+                                                   returns=None, type_comment=None), node)
+    return FunctionInfo(qualname, block, module, cls, _node=definition)
 
 
 def made_by_factory(module, call: ast.Call, argument_type) -> K.Wrapped | None:
