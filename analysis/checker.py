@@ -1106,7 +1106,18 @@ class FunctionWalker:
         return K.T_OBJ
 
     def expr_Tuple(self, node) -> Ty:
-        types = [self.expr(element) for element in node.elts]
+        types, exact = [], True
+        for element in node.elts:
+            if not isinstance(element, ast.Starred):
+                types.append(self.expr(element))
+                continue
+            unpacked = self.expr(element.value)  # `[b * k, c, *self.out_hw]`: its items, or one like them
+            if unpacked.items is not None:
+                types.extend(unpacked.items)
+                continue
+            exact = False
+            types.append(Ty(K.INT, shape_derived=unpacked.shape_derived) if unpacked.kind == K.SHAPE else
+                         unpacked.ref if unpacked.kind == K.SEQ and isinstance(unpacked.ref, Ty) else K.T_UNKNOWN)
         if types and all(t.kind == K.INT or t.kind == K.NUM for t in types):
             return K.Ty(K.SHAPE, shape_derived=any(t.shape_derived for t in types))
         if types and all(t == types[0] for t in types):
@@ -1119,7 +1130,7 @@ class FunctionWalker:
             element = K.T_TENSOR if any(t.maybe_tensor for t in types) else K.T_UNKNOWN
         else:
             element = None  # no elements yet: a join with a filled sequence takes its elements
-        return Ty(K.SEQ, ref=element, items=tuple(types) if isinstance(node, ast.Tuple) else None)
+        return Ty(K.SEQ, ref=element, items=tuple(types) if isinstance(node, ast.Tuple) and exact else None)
 
     expr_List = expr_Tuple
     expr_Set = expr_Tuple
