@@ -508,7 +508,11 @@ def builtin_call(walker, node: ast.Call, name: str, args: list[Ty], kwargs: dict
         return K.T_OBJ
     if name == "map":
         return K.seq_of(K.T_UNKNOWN)
-    if name == "dict":  # `dict(a=x, b=y)`: the keywords' values; `dict(pairs)`: unknown values
+    if name == "dict":  # `dict(a=x, b=y)`: the keywords' values; `dict(pairs)`: the pairs' second items
+        if node.args and not node.keywords:
+            pair = walker.element_type(first)
+            return Ty(K.DICT, ref=pair.items[1] if pair.kind == K.SEQ and pair.items and len(pair.items) == 2
+                      else K.T_UNKNOWN)
         values = list(kwargs.values())
         same = not node.args and len(values) == len(node.keywords) and all(v == values[0] for v in values)
         return Ty(K.DICT, ref=(values[0] if values else None) if same else K.T_UNKNOWN)

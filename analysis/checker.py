@@ -15,7 +15,7 @@ from . import comprehensions
 from . import kinds as K
 from .findings import Span
 from .calls import (CONTAINER_MUTATORS, NUMPY_GENERATOR_CLASSES, RANDOM_VALUE, RETURN_TYPE_FIELDS,
-                    RNN_MODULES, evaluate_call, partial_of, registered_functions)
+                    RNN_MODULES, builtin_call, evaluate_call, partial_of, registered_functions)
 from .fixes import fix_for
 from .index import COMPILE, EXPORT, EXTERNAL_PREFIXES, TRACE, ClassInfo, FunctionInfo
 from .kinds import Ty
@@ -937,8 +937,12 @@ class FunctionWalker:
             cls = self.module.resolve_class(dotted)
             if cls is not None:
                 return self.analysis.instance_type(self, cls, args, kwargs)
-            if dotted in BUILTIN_CONTAINERS and not kwargs:
-                return builtin_container(dotted, args)
+            if dotted in BUILTIN_CONTAINERS and not kwargs:  # the rules of a call in a body, reporting nothing
+                self.quiet += 1
+                try:
+                    return builtin_call(self, node, dotted, args, kwargs)
+                finally:
+                    self.quiet -= 1
             if dotted == "functools.partial":
                 return partial_of(args, kwargs)
             made = made_by_factory(self.module, node, lambda value: self.module_value(value, depth + 1))
@@ -1632,21 +1636,6 @@ def _unknown_inside(ty: Ty) -> bool:
 # Builtins that build a container from iterables; module_value follows them for module constants
 # (`LABEL_MAP = dict(enumerate(GESTURES))`). Shadowed names resolve to the module's own first.
 BUILTIN_CONTAINERS = {"dict", "list", "tuple", "set", "frozenset", "sorted", "reversed", "enumerate", "zip"}
-
-
-def builtin_container(name: str, args: list[Ty]) -> Ty:
-    def element(ty: Ty) -> Ty:
-        return ty.ref if ty.kind == K.SEQ and isinstance(ty.ref, Ty) else K.T_UNKNOWN
-
-    if name == "enumerate" and args:
-        return K.seq_of(Ty(K.SEQ, items=(K.T_INT, element(args[0]))))
-    if name == "zip":
-        return K.seq_of(Ty(K.SEQ, items=tuple(map(element, args))))
-    if name == "dict":
-        pair = element(args[0]) if args else K.T_UNKNOWN
-        return Ty(K.DICT, ref=pair.items[1] if pair.kind == K.SEQ and pair.items and len(pair.items) == 2
-                  else K.T_UNKNOWN)
-    return K.seq_of(element(args[0]) if args else K.T_UNKNOWN)
 
 
 def _may_hold_tensor(ty: Ty) -> bool:

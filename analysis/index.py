@@ -201,18 +201,23 @@ class ModuleIndex:
                         roots.append(root)
                         roots.extend(_module_root(COMPILE, cls, forward, site=(self.path, call))
                                      for call in self.constructions_handing_code(cls))
-        for root in self.roots:  # `evaluate(x, callbacks=[log_metric])` at module level
-            if root.mode == COMPILE and root.function.cls is None and root.function.module is self:
-                roots.extend(Root(COMPILE, root.function, site=(self.path, call))
-                             for call in self.calls_handing_code(root.function))
+        compiled = {root.function.name: root.function for root in self.roots
+                    if root.mode == COMPILE and root.function.cls is None and root.function.module is self}
+        roots.extend(Root(COMPILE, compiled[call.func.id], site=(self.path, call))
+                     for call in self.calls_handing_code(compiled))  # `evaluate(x, callbacks=[log_metric])`
         self._compiled_roots = (config.assume_modules_compiled, roots)
         return roots
 
-    def calls_handing_code(self, function: FunctionInfo) -> list[ast.Call]:
-        """Module-level calls of the compiled `function` with an argument that names a function
-        or class of this module: the code it is handed runs inside it."""
-        return [node for value in self.eager for statement in value.statements for node in ast.walk(statement)
-                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == function.name
+    def calls_handing_code(self, functions: dict) -> list[ast.Call]:
+        """Calls, in module-level code and in the blocks that declare roots, of the compiled
+        `functions` (by name) with an argument that names a function or class of this module:
+        the code each is handed runs inside it. One walk, of the blocks that name one of them."""
+        if not functions:
+            return []
+        named = re.compile(r"\b(?:%s)\s*\(" % "|".join(map(re.escape, functions)))
+        return [node for block in self.eager if named.search(block.text) for statement in block.statements
+                for node in ast.walk(statement)
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions
                 and any(map(self._hands_code, [*node.args, *node.keywords]))]
 
     def constructions_handing_code(self, cls: "ClassInfo") -> list[ast.Call]:

@@ -124,7 +124,7 @@ def _twice_differentiable(compiled, replay):
         @staticmethod
         def forward(ctx, *args):
             inner = [a.detach().requires_grad_() if _wants_grad(a) else a for a in args]
-            ctx.rng = _rng_state(args)  # before the forward draws
+            ctx.rng = rng_state()  # before the forward draws
             with torch.enable_grad():
                 outs = list(compiled(*inner))
             ctx.inner, ctx.outs = inner, outs
@@ -158,18 +158,22 @@ def _twice_differentiable(compiled, replay):
     return lambda *args: Region.apply(*args)
 
 
-def _rng_state(args):
-    devices = sorted({a.device.index or 0 for a in args if isinstance(a, torch.Tensor) and a.is_cuda})
-    return torch.get_rng_state(), devices, [torch.cuda.get_rng_state(d) for d in devices]
+def rng_state():
+    """The random state of the CPU and of every CUDA device in use."""
+    return torch.get_rng_state(), torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else []
+
+
+def set_rng_state(state) -> None:
+    cpu, cuda = state
+    torch.set_rng_state(cpu)
+    if cuda:
+        torch.cuda.set_rng_state_all(cuda)
 
 
 @contextlib.contextmanager
 def _rng_restored(state):
-    cpu, devices, cuda = state
-    with torch.random.fork_rng(devices=devices):  # and back to the current state afterwards
-        torch.set_rng_state(cpu)
-        for device, device_state in zip(devices, cuda):
-            torch.cuda.set_rng_state(device_state, device)
+    with torch.random.fork_rng(devices=range(len(state[1]))):  # and back to the current state afterwards
+        set_rng_state(state)
         yield
 
 

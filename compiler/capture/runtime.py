@@ -6,10 +6,8 @@ import inspect
 import itertools
 import warnings
 
-import torch
-
 from .ambient import Ambient
-from .backends import Backend
+from .backends import Backend, rng_state, set_rng_state
 from .emit import CaptureError
 from .frames import func_info
 from .program import Jump, Raised
@@ -129,7 +127,7 @@ class CompiledFunction:
             if found:
                 raise FullGraphError(found)
         cap = Capture(self, point, args)
-        rng = _rng_state() if point.root else None
+        rng = rng_state() if point.root else None
         try:
             result = cap.run()
         except Raised as r:
@@ -152,7 +150,7 @@ class CompiledFunction:
         if not self.warned:
             warnings.warn(msg, stacklevel=4)
             self.warned = True
-        _set_rng_state(rng)
+        set_rng_state(rng)
         return self.binder.call(self.fn, dict(zip(point.params, args)))
 
     def _over_limit(self, point, args, reason):
@@ -291,14 +289,3 @@ def _make_binder(info, fn):
     binder.params = order
     binder.call = call
     return binder
-
-
-def _rng_state():
-    return torch.get_rng_state(), torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
-
-
-def _set_rng_state(state):
-    cpu, cuda = state
-    torch.set_rng_state(cpu)
-    if cuda is not None:
-        torch.cuda.set_rng_state_all(cuda)
