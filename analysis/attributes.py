@@ -69,6 +69,9 @@ def instance_type(walker, cls: ClassInfo, args: list[Ty], kwargs: dict[str, Ty],
     methods then runs exactly that code."""
     base = Ty(K.MODULE if cls.is_module else K.OBJ, ref=cls)
     init = cls.lookup_method("__init__")
+    if init is None:  # a dataclass or NamedTuple: its fields are what the call passes
+        settled = _settled_fields(cls, args, kwargs)
+        return base.but(attrs=settled) if settled else base
     if init is None or init.node is None or init in walker.constructing \
             or not always and not any(K.holds_code(ty) for ty in (*args, *kwargs.values())):
         return base
@@ -80,6 +83,48 @@ def instance_type(walker, cls: ClassInfo, args: list[Ty], kwargs: dict[str, Ty],
     # then, values it was left at included (FunctionWalker.settled_value folds those).
     own = {name: ty for name, ty in instance.attributes.items() if always or class_attrs.get(name) != ty}
     return base.but(attrs=tuple(sorted(own.items()))) if own else base
+
+
+def _settled_fields(cls: ClassInfo, args: list[Ty], kwargs: dict[str, Ty]) -> tuple:
+    """The fields of a class whose `__init__` is generated from its annotated fields (a
+    dataclass, a NamedTuple) that this construction settles: a mode string, a flag, None, or
+    code (`RecConfig(seq="conv")` folds `if cfg.seq == "lstm":` in the `__init__` it reaches)."""
+    fields = _annotated_fields(cls, set())
+    values = dict(zip(fields, args))
+    for name, default in fields.items():
+        value = values.get(name, kwargs.get(name))
+        if value is None and isinstance(default, ast.Constant):
+            value = _constant_value(default.value)
+        if value is not None and (value.kind == K.NONE or isinstance(value.ref, (K.Literal, bool))
+                                  or K.holds_code(value)):
+            values[name] = value
+        else:
+            values.pop(name, None)
+    return tuple(sorted(values.items()))
+
+
+def _annotated_fields(cls: ClassInfo, seen: set) -> dict[str, ast.expr | None]:
+    """Field name -> default, in the generated `__init__`'s order (base classes' fields first)."""
+    seen.add(cls)
+    fields = {}
+    for base in cls.module.base_classes(cls):
+        if base not in seen:
+            fields.update(_annotated_fields(base, seen))
+    for statement in cls.field_statements():
+        if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) \
+                and "ClassVar" not in ast.unparse(statement.annotation):
+            fields[statement.target.id] = statement.value
+    return fields
+
+
+def _constant_value(value) -> Ty | None:
+    if value is None:
+        return K.T_NONE
+    if isinstance(value, bool):
+        return K.bool_literal(value)
+    if isinstance(value, str):
+        return K.T_STR.but(ref=K.Literal(value))
+    return None
 
 
 def _walk_init(analysis, init: FunctionInfo, reads: list, self_type: Ty | None = None, visiting=frozenset(),
@@ -120,6 +165,9 @@ def _field_types(cls: ClassInfo) -> dict[str, Ty]:
     return types
 
 
+_ATTR = "self."
+
+
 class _InitWalker(FunctionWalker):
     """Evaluates `__init__` only to learn what `self.<name>` holds."""
 
@@ -129,13 +177,22 @@ class _InitWalker(FunctionWalker):
         params = params or tuple([self_type] + [
             _unconstructed_parameter(function, arg, default) for arg, default in args_with_defaults(function.node)][1:])
         super().__init__(analysis, function, "init", params, (), MAX_DEPTH)
-        self.attributes: dict[str, Ty] = {}
         self.self_type = self_type
         self.visiting = visiting | {function}
         self.constructing = self.visiting  # no instance walk of an __init__ from inside itself
 
     def report(self, *args, **kwargs) -> None:
         return  # __init__ runs eagerly; nothing to report
+
+    # What `__init__` stores on self lives in the environment, under names no local can have, so
+    # branches merge it like locals: `if cfg.seq == "lstm": self.rnn = nn.LSTM(...) else: ...` is
+    # either module.
+    @property
+    def attributes(self) -> dict[str, Ty]:
+        return {name[len(_ATTR):]: ty for name, ty in self.env.items() if name.startswith(_ATTR)}
+
+    def store(self, name: str, value: Ty) -> None:
+        self.env[_ATTR + name] = value
 
     def call_user(self, node, callee, args, kwargs, receiver=None) -> Ty:
         if receiver is not None and callee.node is not None and callee not in self.visiting \
@@ -144,7 +201,8 @@ class _InitWalker(FunctionWalker):
                 and node.func.value.id == "self":
             # `self.set_timesteps(n)` in __init__: what that method stores on self counts too
             helper = _walk_init(self.analysis, callee, self.result.reads, self.self_type, self.visiting)
-            self.attributes.update(helper.attributes)
+            for name, value in helper.attributes.items():
+                self.store(name, value)
             if helper.result.returns.kind not in (K.UNKNOWN, K.NONE):  # `self.body = self.build_body(cfg)`
                 return helper.result.returns
         if receiver is None and callee.node is not None and not callee.node.decorator_list \
@@ -159,7 +217,7 @@ class _InitWalker(FunctionWalker):
 
     def assign(self, target, value, statement) -> None:
         if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-            self.attributes[target.attr] = value
+            self.store(target.attr, value)
         else:
             super().assign(target, value, statement)
 
@@ -170,17 +228,17 @@ class _InitWalker(FunctionWalker):
                 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
             value = self.expr(node.args[1]) if len(node.args) > 1 else K.T_TENSOR
             # keep what the value is known to be (a boolean mask buffer indexes by its values)
-            self.attributes[node.args[0].value] = value if value.kind == K.TENSOR else K.T_TENSOR if \
-                value.kind != K.NONE else K.T_TENSOR.but(optional=True)
+            self.store(node.args[0].value, value if value.kind == K.TENSOR else K.T_TENSOR if
+                       value.kind != K.NONE else K.T_TENSOR.but(optional=True))
             return K.T_NONE
         if isinstance(func, ast.Attribute) and func.attr == "append" and isinstance(func.value, ast.Attribute) \
                 and isinstance(func.value.value, ast.Name) and func.value.value.id == "self" and node.args:
             element = self.expr(node.args[0])
-            current = self.attributes.get(func.value.attr)
+            current = self.env.get(_ATTR + func.value.attr)
             empty = current is not None and (current.kind == K.SEQ and not isinstance(current.ref, Ty) or current
                                              == Ty(K.MODULE, ref="torch.nn.ModuleList"))  # `nn.ModuleList()`
             if empty:
-                self.attributes[func.value.attr] = K.seq_of(element)
+                self.store(func.value.attr, K.seq_of(element))
         return super().expr_Call(node)
 
 

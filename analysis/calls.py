@@ -257,8 +257,15 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
         if receiver.kind == K.MODULE:
             return module_method(walker, node, func.attr, receiver, args, kwargs)
         if receiver.kind == K.LOGGER:  # every Logger method breaks (isEnabledFor too, measured)
-            walker.report("FL111", node, "Logging call: logging.Logger methods are not traceable",
-                          fix=fix_for("FL111", walker, None, node) if func.attr in LOG_METHODS else None)
+            message = "Logging call: logging.Logger methods are not traceable"
+            if walker.dead and any(map(_has_tensor, [*args, *kwargs.values()])):
+                # run eagerly, the method is a frame of its own that holds a tensor: Dynamo compiles
+                # it, and it breaks (measured on 2.13: `logger.info("%f", f1.mean())` after a loop
+                # that broke; a shape or a number argument leaves the frame to Python)
+                walker.report_own_frame("FL111", node, message, f"logging.Logger.{func.attr}")
+            else:
+                walker.report("FL111", node, message,
+                              fix=fix_for("FL111", walker, None, node) if func.attr in LOG_METHODS else None)
             return K.T_NONE
         if receiver.kind == K.SEQ and func.attr == "sort" and _holds_tensors(receiver):
             walker.report("FL143", node, "list.sort() over tensors compares their values in Python")

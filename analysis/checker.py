@@ -768,6 +768,8 @@ class FunctionWalker:
             value = self.module.globals.get(node.id)
             if isinstance(value, ast.Constant) and not self.module.mutated_globals & {node.id}:
                 return bool(value.value)  # Dynamo guards on the global and specializes the branch
+        if isinstance(node, ast.Call) and len(node.args) == 2 and self.dotted(node.func) == "isinstance":
+            return self.module_class_test(node.args[0], node.args[1])
         if isinstance(node, ast.Call) and not node.args:
             name = self.dotted(node.func)
             if name in COMPILING_CHECKS:
@@ -777,6 +779,23 @@ class FunctionWalker:
             if name == "torch.jit.is_scripting":
                 return False
         return None
+
+    def module_class_test(self, value: ast.expr, classes: ast.expr) -> bool | None:
+        """`isinstance(self.rnn, nn.LSTM)` on a submodule whose class (or each of whose possible
+        classes) is a torch.nn leaf class: Dynamo specializes on the module, so it is a constant."""
+        tested = {self.dotted(c) for c in (classes.elts if isinstance(classes, ast.Tuple) else [classes])}
+        if not tested <= LEAF_MODULE_CLASSES or not isinstance(value, (ast.Name, ast.Attribute)):
+            return None
+        self.quiet += 1
+        try:
+            module = self.expr(value)
+        finally:
+            self.quiet -= 1
+        possible = module.ref if isinstance(module.ref, tuple) else (module.ref,)
+        if module.kind != K.MODULE or module.optional or not set(possible) <= LEAF_MODULE_CLASSES:
+            return None
+        outcomes = {cls in tested for cls in possible}
+        return outcomes.pop() if len(outcomes) == 1 else None
 
     def settled_value(self, node: ast.expr) -> Ty | None:
         """The type of a local, or of an attribute path (`self.cfg.verbose`) on an instance whose
@@ -845,6 +864,10 @@ class FunctionWalker:
         return ty
 
     def expr_Constant(self, node: ast.Constant) -> Ty:
+        if isinstance(node.value, str) and len(node.value) <= 64:
+            # a mode string passed on (`loss(x, y, reduction="sum")`): the callee's
+            # `if reduction == "sum":` is folded, as Dynamo specializes on it
+            return K.T_STR.but(ref=K.Literal(node.value))
         return literal_type(node.value)
 
     def expr_Name(self, node: ast.Name) -> Ty:
@@ -908,7 +931,7 @@ class FunctionWalker:
         if depth > 8:
             return K.T_UNKNOWN
         if isinstance(node, ast.Constant):
-            return literal_type(node.value)
+            return self.expr_Constant(node)
         if isinstance(node, ast.Lambda):  # `DECAY = {"cosine": lambda t: ...}`
             block = next((block for block in self.module.eager if any(
                 n is node for statement in block.statements for n in ast.walk(statement))), None)
@@ -981,10 +1004,12 @@ class FunctionWalker:
             if isinstance(owner.ref, ClassInfo):
                 self.guard_attribute(owner.ref, attr)
             value = self.module_attribute(owner, attr)
-            if value.kind == K.MODULE and value.ref in RNN_MODULES and isinstance(node.ctx, ast.Load):
-                # Dynamo refuses the module where it first wraps it: at any read (`self.lstm.hidden_size`)
-                self.report("FL123", node, f"`{value.ref}` is not traced by Dynamo (allow_rnn=False)")
-                self.skip_frame(node, f"`{value.ref.rsplit('.', 1)[1]}` is not traced")
+            rnn = _rnn_class(value) if isinstance(node.ctx, ast.Load) else None
+            if rnn is not None:
+                # Dynamo refuses the module where it first wraps it: at any read (`self.lstm.hidden_size`,
+                # `isinstance(self.rnn, nn.LSTM)` when `__init__` chose an LSTM or a conv stack)
+                self.report("FL123", node, f"`{rnn}` is not traced by Dynamo (allow_rnn=False)")
+                self.skip_frame(node, f"`{rnn.rsplit('.', 1)[1]}` is not traced")
             return value
         if owner.kind == K.OBJ and isinstance(owner.ref, ClassInfo):  # a plain object: what __init__ stored
             if self.held_across_calls(node.value):
@@ -1382,6 +1407,14 @@ class FunctionWalker:
                     for cls, override in overrides])
         return self.call_user(node, method, args, kwargs, receiver=receiver)
 
+    def made_here(self, expr: ast.expr, value: Ty | None) -> bool:
+        """Whether `expr` is a user-class object made in this frame: a local bound to one, or
+        the construction itself (`SeriesScaler().fit(x)`)."""
+        if isinstance(expr, ast.Name):
+            return expr.id in self.local_objects
+        return isinstance(expr, ast.Call) and value is not None and value.kind == K.OBJ \
+            and isinstance(value.ref, ClassInfo)
+
     def call_user(self, node: ast.Call, callee: FunctionInfo, args: list[Ty], kwargs: dict[str, Ty],
                   receiver: Ty | None = None, closure: tuple | None = None) -> Ty:
         """Walks a call of `callee`; `closure` (a decorator's wrapper, or the function it wraps)
@@ -1427,8 +1460,7 @@ class FunctionWalker:
         # Resuming after the call would need the object rebuilt (inside a loop Dynamo gives up on
         # the frame anyway, without trying).
         if breaks and self.mode == COMPILE and not self.dead and self.resumable_here() \
-                and isinstance(getattr(node, "func", None), ast.Attribute) \
-                and isinstance(node.func.value, ast.Name) and node.func.value.id in self.local_objects:
+                and isinstance(getattr(node, "func", None), ast.Attribute) and self.made_here(node.func.value, receiver):
             self.report("FL128", node, f"`{callee.qualname}` breaks on an object made in this function: "
                                        "Dynamo cannot rebuild it")
             self.die(node, "Graph break on an object made in this function")
@@ -1768,6 +1800,23 @@ def _before(a: ast.AST, b: ast.AST) -> bool:
 def _is_item_call(node: ast.expr) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "item" \
         and not node.args
+
+
+# torch.nn classes none of which derives from another: `isinstance` between them is equality
+LEAF_MODULE_CLASSES = {f"torch.nn.{name}" for name in (
+    "RNN", "GRU", "LSTM", "Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+    "ConvTranspose3d", "Embedding", "EmbeddingBag", "LayerNorm", "GroupNorm", "RMSNorm", "BatchNorm1d",
+    "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "Sequential", "ModuleList", "ModuleDict",
+    "Identity", "Dropout", "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "MaxPool1d", "MaxPool2d", "AvgPool1d",
+    "AvgPool2d", "MultiheadAttention", "TransformerEncoderLayer", "TransformerDecoderLayer")}
+
+
+def _rnn_class(value: Ty) -> str | None:
+    """The RNN class a module value is, or may be (one of its alternatives)."""
+    if value.kind != K.MODULE:
+        return None
+    return next((cls for cls in (value.ref if isinstance(value.ref, tuple) else (value.ref,))
+                 if cls in RNN_MODULES), None)
 
 
 def _merge(a: dict, b: dict) -> dict:
