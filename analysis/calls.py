@@ -479,8 +479,8 @@ def builtin_call(walker, node: ast.Call, name: str, args: list[Ty], kwargs: dict
         walker.report("FL143", node, "sorted() over tensors compares their values in Python")
         return first
     if name in ("list", "tuple", "sorted", "reversed"):
-        if first.kind == K.TENSOR:
-            return K.seq_of(K.T_TENSOR)
+        if first.kind == K.TENSOR:  # `tuple(argmax)`: the items iterating it gives
+            return K.seq_of(walker.element_type(first))
         if first.kind == K.SHAPE:
             return K.T_SHAPE
         return first if first.kind == K.SEQ else K.seq_of(K.T_UNKNOWN)
@@ -986,7 +986,8 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
             return _tensor_tuple(name)
         boolean = name in K.BOOL_RESULT or (name in K.LAYOUT_PRESERVING and first.boolean) or (
             kwargs.get("dtype") is not None and _is_bool_dtype(node))
-        integer = name in K.INT_RESULT or name in ("arange",) and all(t.kind == K.INT for t in args)
+        integer = name in K.INT_RESULT or name in ("arange",) and all(t.kind == K.INT for t in args) or \
+            name in ("stack", "cat", "concat") and first.kind == K.SEQ and isinstance(first.ref, Ty) and first.ref.integer
         zero = name in K.FULL_REDUCTIONS and not has_dim
         return K.tensor(zero, boolean, integer)
     if dotted in ("torch.nn.ModuleList", "torch.nn.ParameterList") and args:

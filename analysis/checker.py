@@ -1112,6 +1112,8 @@ class FunctionWalker:
     def check_tensor_index(self, node: ast.Subscript, index: Ty) -> None:
         parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         part_types = [self.expr(part) for part in parts] if len(parts) > 1 else [index]
+        # `x[tuple(argmax)]`, `x[list(idx)]`: a sequence of indices, each read like one
+        part_types += [part.ref for part in part_types if part.kind == K.SEQ and isinstance(part.ref, Ty)]
         for part_type in part_types:
             if part_type.is_tensor and part_type.boolean:
                 self.report("FL105", node, "Boolean-mask indexing: the result's size depends on the mask's values")
@@ -1215,7 +1217,7 @@ class FunctionWalker:
             both_bool = tensor.boolean and (other.boolean or other.kind == K.BOOL)
             logical = isinstance(op, (ast.BitAnd, ast.BitOr, ast.BitXor))
             return K.tensor(tensor.zero_dim and (other.kind != K.TENSOR or other.zero_dim), both_bool and logical,
-                            tensor.integer and (other.integer or other.kind == K.INT))
+                            tensor.integer and (other.integer or other.kind == K.INT) and not isinstance(op, ast.Div))
         if left.kind == K.NDARRAY or right.kind == K.NDARRAY:  # `(x > 0) & (x < w)` stays a mask
             both_bool = all(t.boolean or t.kind == K.BOOL for t in (left, right))
             return Ty(K.NDARRAY, boolean=True) if both_bool and isinstance(op, (ast.BitAnd, ast.BitOr, ast.BitXor)) \

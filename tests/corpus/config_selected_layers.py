@@ -89,6 +89,14 @@ def per_class_report(probs: torch.Tensor, names: Sequence[str]) -> Dict[str, flo
     return report
 
 
+@torch.compile
+def peak_cell(scores: torch.Tensor) -> torch.Tensor:
+    """The score of the best (row, column) cell, and the cell's row."""
+    cell = scores.flatten().argmax()
+    rc = torch.stack([cell // scores.shape[1], cell % scores.shape[1]])
+    return scores[tuple(rc)] + scores[rc[0]].sum()  # expect: FL000 GB0033
+
+
 def export_edge_head(path: str) -> None:
     torch.jit.trace(SequenceHead(EDGE_CONFIG).eval(), (torch.rand(2, 6, 7),)).save(path)
 
@@ -107,5 +115,6 @@ CASES = {
     "SequenceHead_edge": lambda: (SequenceHead(EDGE_CONFIG).eval(), (_rand(3, 6, 9),)),
     "pooled_score": lambda: (pooled_score, (_rand(5),)),
     "standardize": lambda: (standardize, (_rand(3, 4), [7, 8, 9])),
+    "peak_cell": lambda: (peak_cell, (_rand(3, 4),)),
     "per_class_report": lambda: (per_class_report, (_rand(4, 3).softmax(-1), ["cat", "dog", "bird"])),
 }
