@@ -109,6 +109,7 @@ class FunctionWalker:
         self.resume_pending = False
         # comprehensions since the frame last resumed that Python reruns if Dynamo skips the frame
         self.python_reruns: list[ast.expr] = []
+        self.unpacked_generators: set[ast.GeneratorExp] = set()  # see unpacks_generator
         self.segment_ops = 0  # tensor operations traced since the frame last resumed
         self.finished = False  # a folded branch returned: nothing after it is traced
         self.break_count = 0  # graph breaks so far in this frame
@@ -470,6 +471,8 @@ class FunctionWalker:
         self.expr(node.value)
 
     def stmt_Assign(self, node: ast.Assign) -> None:
+        if isinstance(node.targets[0], (ast.Tuple, ast.List)):
+            self.unpacks_generator(node.value)
         value = self.expr(node.value)
         for target in node.targets:
             self.assign(target, value, node)
@@ -567,10 +570,13 @@ class FunctionWalker:
             self.env[narrowed[0]] = narrowed[1]
         self.narrow_not_none(node.test, holds=True)
         self.block(node.body)
+        # a folded `if trimap is None: raise ...` in here ends this branch, not the function
+        body_finished, self.finished = self.finished, False
         after_body = self.env
         self.env = dict(before)
         self.narrow_not_none(node.test, holds=False)  # `if mask is None: mask = ...` else: a mask
         self.block(node.orelse)
+        self.finished = body_finished and self.finished
         self.env = _merge(after_body, self.env)
 
     def isinstance_narrowing(self, test: ast.expr) -> tuple[str, Ty] | None:
@@ -835,9 +841,12 @@ class FunctionWalker:
             self.report("FL101", node, self._branch_message(node, statement))
         elif ty.ref == K.RANK:
             pass  # the tracer sees a plain int; Dynamo recompiles only for another rank, not another size
-        elif ty.kind in (K.BOOL, K.INT, K.NUM) and ty.shape_derived and not _raises(statement):
-            self.report("FL301", node, "Branch on a tensor's shape: Dynamo specializes on it and "
-                                       "recompiles when an input takes the other branch")
+        elif ty.kind in (K.BOOL, K.INT, K.NUM) and ty.shape_derived:
+            if self.mode != COMPILE:  # `if ph or pw:`: under the tracer, the truth of a 0-d tensor
+                self.report_size_read(node, "Branch on a size: the trace keeps the way the example input went")
+            elif not _raises(statement):
+                self.report("FL301", node, "Branch on a tensor's shape: Dynamo specializes on it and "
+                                           "recompiles when an input takes the other branch")
         elif ty.shape_derived and ty.kind != K.SHAPE:  # a size compared with a host value (one a break
             # made); a shape's truth value is only its rank
             self.report_size_read(node, "Branch on a size: the trace keeps the way the example input went")
@@ -995,6 +1004,8 @@ class FunctionWalker:
                 return K.T_TENSOR.but(optional=True)
             return K.T_OBJ
         if owner.kind == K.NDARRAY and attr in ARRAY_ATTRS:  # sizes, as a tensor's (Dynamo traces arrays)
+            if attr == "dtype" and isinstance(node.ctx, ast.Load):
+                self.report("FL145", node, "`ndarray.dtype` of an array Dynamo traces as a tensor is not supported")
             return ARRAY_ATTRS[attr]
         if owner.kind in (K.MODULE, K.OBJ) and isinstance(owner.ref, ClassInfo) and isinstance(node.ctx, ast.Load):
             getter = owner.ref.lookup_method(attr)
@@ -1061,6 +1072,10 @@ class FunctionWalker:
         return K.T_UNKNOWN
 
     def expr_Subscript(self, node: ast.Subscript) -> Ty:
+        if self.dotted(node.value) in ("numpy.ogrid", "numpy.mgrid"):
+            self.expr(node.slice)
+            self.report("FL122", node, f"`{self.dotted(node.value)}[...]` is code Dynamo skips")
+            return K.seq_of(K.T_NDARRAY)
         if isinstance(node.value, ast.Name) and isinstance(node.ctx, ast.Load):
             registered = registered_functions(self, node.value.id, node.slice)
             if registered:  # `LOSSES[cfg.loss]`, filled by `@register(LOSSES, ...)`
@@ -1142,7 +1157,7 @@ class FunctionWalker:
             if not isinstance(element, ast.Starred):
                 types.append(self.expr(element))
                 continue
-            unpacked = self.expr(element.value)  # `[b * k, c, *self.out_hw]`: its items, or one like them
+            unpacked = self.expr_Starred(element)  # `[b * k, c, *self.out_hw]`: its items, or one like them
             if unpacked.items is not None:
                 types.extend(unpacked.items)
                 continue
@@ -1304,6 +1319,7 @@ class FunctionWalker:
         return Ty(K.FUNC, ref=K.Wrapped(info, self.closure_for(info)))
 
     def expr_Starred(self, node: ast.Starred) -> Ty:
+        self.unpacks_generator(node.value)
         return self.expr(node.value)
 
     def comprehension(self, node, elements: list[ast.expr]) -> list[Ty]:
@@ -1344,7 +1360,7 @@ class FunctionWalker:
             if traced and not in_python and iterator not in (None, *comprehensions.TRACEABLE_INPUTS):
                 self.python_reruns.append(node)
         elif not in_python and self.mode == COMPILE and not self.quiet:
-            if lost:  # Dynamo could not rebuild the iterator: it gave up on the frame
+            if lost and node not in self.unpacked_generators:  # Dynamo could not rebuild the iterator: it gave up on the frame
                 code = comprehensions.LOST.get(iterator, "FL134")
                 self._record(code, node, None, None, None)
             if traced and iterator not in comprehensions.REBUILT:
@@ -1385,7 +1401,17 @@ class FunctionWalker:
         return K.T_UNKNOWN
 
     def expr_Call(self, node: ast.Call) -> Ty:
+        if isinstance(node.func, ast.Name) and node.func.id in ("list", "tuple", "max", "min") and node.args:
+            self.unpacks_generator(node.args[0])
         return evaluate_call(self, node)
+
+    def unpacks_generator(self, node: ast.expr) -> None:
+        """A generator expression unpacked whole where it is made (`a, b = (f(s) for s in xs)`,
+        `tuple(...)`, `max(...)`, `[*(...)]`): a break inside makes Dynamo give up on the frame
+        without trying to rebuild the generator, so nothing is reported at the expression
+        (measured on 2.13; `sum(...)`/`any(...)` consume it step by step: GB8335 there)."""
+        if isinstance(node, ast.GeneratorExp):
+            self.unpacked_generators.add(node)
 
     # --- user functions ------------------------------------------------------------------------
     def call_method(self, node: ast.Call, method: FunctionInfo, args: list[Ty], kwargs: dict[str, Ty],

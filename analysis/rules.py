@@ -163,7 +163,8 @@ _RULES = [
          "Dynamo traces most NumPy through torch._numpy, but not every function: ufunc methods "
          "(`np.add.at`) and the functions torch._numpy lacks (`np.interp`, `np.nanmean`, most of "
          "`np.random`, e.g. `np.random.beta`: GB0294) run in Python; `np.cov`/`np.corrcoef` check "
-         "their input's values in Python inside the translation (GB0033).",
+         "their input's values in Python inside the translation (GB0033); the index tricks "
+         "`np.ogrid[...]`/`np.mgrid[...]` are skipped code (GB0008).",
          "Use the torch equivalent (e.g. `torch.distributions.Beta(a, b).sample()`).",
          "GB0290", "attempted to trace numpy.* function as a method"),
     Rule("FL123", "rnn-module", GRAPH_BREAK,
@@ -272,6 +273,13 @@ _RULES = [
          "result, the call cannot be traced.",
          "Stack the candidates and use `torch.argmin`/`torch.argmax`.",
          "GB0193", "invalid call to builtin op handler"),
+    Rule("FL145", "ndarray-dtype", GRAPH_BREAK,
+         "`.dtype` of a NumPy array traced from tensors",
+         "Dynamo traces NumPy arrays as tensors (torch._numpy), and reading an array's `.dtype` is "
+         "not supported there (measured on 2.13: `np.finfo(h.dtype)`; `.shape`, `.size`, `.ndim` "
+         "and `.itemsize` trace).",
+         "Name the dtype you know (`np.float32`), or read it from the tensor before converting.",
+         "GB0157", "Unsupported ndarray attribute access"),
     Rule("FL132", "method-resumed-after-break", GRAPH_BREAK,
          "Tensor method call resumes after a graph break in its arguments",
          "Python looks up `t.method` before it evaluates the arguments. When a function called in an "

@@ -204,14 +204,16 @@ class CallMixin:
         raise Break(f"constructs a {cls.__qualname__} object", None, node)
 
     # -- inlining Python functions --
-    def prepare_inline(self, func, args, kwargs, node):
+    def prepare_inline(self, func, args, kwargs, node, module_method=False):
         """A Frame ready to run `func(*args, **kwargs)` by interpreting its source, or None if
-        `func` is not a Python function we inline."""
+        `func` is not a Python function we inline. A module's methods are inlined wherever they are
+        defined (QuantStub.forward, FloatFunctional.mul, in torch.ao, too): they are not ops."""
         t = type(func)
         if t is Closure:
             return self._bind_closure(func, args, kwargs)
         if t is types.MethodType and isinstance(func.__func__, types.FunctionType):
-            return self.prepare_inline(func.__func__, [func.__self__, *args], kwargs, node)
+            return self.prepare_inline(func.__func__, [func.__self__, *args], kwargs, node,
+                                       module_method or isinstance(func.__self__, torch.nn.Module))
         if t is functools.partial:
             return self.prepare_inline(func.func, [*func.args, *args], {**func.keywords, **kwargs}, node)
         if isinstance(func, torch.nn.Module):
@@ -228,7 +230,7 @@ class CallMixin:
             return self._decorated_frame(func, args, kwargs, node)
         if _disabled(func):
             raise Break(f"{func.__qualname__} is marked torch.compiler.disable", "FL130", node)
-        if torch_callable(func) and not module.startswith("torch.nn.modules"):
+        if torch_callable(func) and not module.startswith("torch.nn.modules") and not module_method:
             return None
         top = module.split(".")[0]
         if top in _MODULE_RULES:
@@ -270,7 +272,7 @@ class CallMixin:
             forward = self.object_attr(m, "forward", src)
         else:
             forward = m.forward
-        return self.prepare_inline(forward, args, kwargs, node)
+        return self.prepare_inline(forward, args, kwargs, node, module_method=True)
 
     def _bind(self, info, args, kwargs, defaults, kwdefaults):
         """Python's argument binding; `defaults(i)`/`kwdefaults(name)` give a default's value."""

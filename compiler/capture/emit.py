@@ -234,6 +234,10 @@ class EmitMixin:
 
     def import_result(self, value, var, label):
         if isinstance(value, torch.Tensor):
+            same = self.live_holding(value)
+            if same is not None:  # `x = self.quant(x)` with an identity stub: the very tensor it had
+                self.prog.set_home(var, same)
+                return same
             tv = self.tracer.new_tvar(self.tracer.fake_mode.from_tensor(value)) \
                 if type(value) in (torch.Tensor, torch.nn.Parameter) else None
             if tv is None:
@@ -251,6 +255,16 @@ class EmitMixin:
         ext.source = VarSource(ext, label)
         self.prog.set_home(var, ext)
         return ext
+
+    def live_holding(self, real):
+        """The live tensor value whose home variable holds the object `real`, if any."""
+        rt = self.prog.rt
+        for v in self.live_values().values():
+            if type(v) is TVar:
+                var = self.prog.home.get(id(v))
+                if var is not None and rt.get(var) is real:
+                    return v
+        return None
 
     def replace_containers(self, containers):
         """Containers handed to Python may have changed: continue with the real objects."""

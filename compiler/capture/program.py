@@ -126,9 +126,9 @@ class Program:
     # -- homes of run-time values --
     def set_home(self, var: str, value):
         old = self.holder.get(var)
-        if old is not None and self.home.get(id(old)) == var:
-            del self.home[id(old)]
         self.holder[var] = value
+        if old is not None and self.home.get(id(old)) == var:
+            self._rehome(old)
         self.home[id(value)] = var
         self.keep.append(value)
 
@@ -141,11 +141,15 @@ class Program:
     def forget(self, var: str):
         old = self.holder.pop(var, None)
         if old is not None and self.home.get(id(old)) == var:
-            del self.home[id(old)]
-            # another variable may still hold it (`x = src` made x its home; x is now rebound)
-            other = next((v for v, held in self.holder.items() if held is old), None)
-            if other is not None:
-                self.home[id(old)] = other
+            self._rehome(old)
+
+    def _rehome(self, old):
+        """`old`'s home variable was rebound: another variable may still hold it (`x = src` made
+        x its home; x is now rebound, src still holds the value)."""
+        del self.home[id(old)]
+        other = next((v for v, held in self.holder.items() if held is old), None)
+        if other is not None:
+            self.home[id(old)] = other
 
     # -- emitting and running --
     def emit(self, kind, text, comment, ambient, run=True):

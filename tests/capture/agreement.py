@@ -32,12 +32,10 @@ CORPUS = sorted((ROOT / "tests" / "corpus").glob("*.py"))
 # under torch.compile.
 NOT_COMPARABLE = {"hash_of_tensor", "stamp_run", "timestamped", "timed_step", "GuardedPrint", "elbo_with_timing",
                   "timed_forward", "ClipPipeline", "noisy_targets", "augment_sample"}
-# Capture gaps the session-4 holdout fixtures exposed and that are not fixed yet: under
+# Capture gaps holdout fixtures exposed and that are not fixed yet (case -> error): under
 # fuselens.compile these cases raise where eager does not. The corpus tests expect them to fail
-# (strict xfail: a fix shows up as a pass to record here).
-CAPTURE_GAPS = {
-    "DeployedDetector": "CaptureError: a value computed in the trace has no home variable",
-}
+# (strict xfail: a fix shows up as a pass to record here). None at the moment.
+CAPTURE_GAPS: dict[str, str] = {}
 # Disagreements with Dynamo on those fixtures that explain_difference does not classify yet
 # (file:kind:line:rule per line): each is capture breaking where Dynamo traces on, or the reverse.
 # The agreement test fails on any other unexplained difference, and on an entry that is gone.
