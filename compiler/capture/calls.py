@@ -13,7 +13,7 @@ from .frames import Frame, Unsupported, closure_info, func_info
 from .guards import constant_like
 from .objects import ExtMethod, overrides
 from .tensors import BoundTensorMethod, torch_callable
-from .values import AttrSource, Break, CallSource, Closure, DefaultSource, Ext, TVar, contains
+from .values import AttrSource, Break, CallSource, Closure, DefaultSource, Ext, ItemSource, TVar, contains
 
 MAX_DEPTH = 40
 
@@ -86,6 +86,8 @@ class CallMixin:
             return special[1](self, args, kwargs, node)
         if t is functools._lru_cache_wrapper:  # as Dynamo does: ignore the cache, inline the function
             return self.call(func.__wrapped__, args, kwargs, node)
+        if t is functools.partial:  # `partial(F.gelu, approximate="tanh")`: the call it stands for
+            return self.call(func.func, [*func.args, *args], {**func.keywords, **kwargs}, node)
         if t is types.MethodType:
             owner = func.__self__
             if isinstance(owner, torch.nn.Module) and func.__func__ in _MODULE_LISTINGS:
@@ -103,7 +105,7 @@ class CallMixin:
             return self.call(func.__func__, [func.__self__, *args], kwargs, node)
         if torch_callable(func):
             return self.tracer.torch_call(func, tuple(args), kwargs)
-        if t is types.BuiltinFunctionType or t is types.BuiltinMethodType:
+        if isinstance(func, types.BuiltinMethodType):  # (`builtin_method`, as re.Pattern.search, is a subclass)
             return self.call_builtin(func, args, kwargs, node)
         if isinstance(func, type):
             return self.construct(func, args, kwargs, node)
@@ -192,6 +194,10 @@ class CallMixin:
             its = [self.iterate(a) if i >= first and not (cls is enumerate and i == 1) else self._plain(a)
                    for i, a in enumerate(args)]
             return cls(*its)
+        if cls is dict and len(args) == 1 and not kwargs and type(args[0]) is Ext and type(args[0].value) is dict:
+            # `d = dict(data)` of a dict from outside: a copy whose items are read through it
+            keys = self.iterate(args[0])  # (guards the keys)
+            return {k: self.ext(args[0].value[k], ItemSource(args[0].source, k)) for k in keys}
         if cls in _PURE_TYPES:
             if cls in (list, tuple, set, frozenset, dict) and len(args) == 1 and not kwargs \
                     and type(args[0]) is not dict:
