@@ -72,7 +72,7 @@ def instance_type(walker, cls: ClassInfo, args: list[Ty], kwargs: dict[str, Ty],
     if init is None:  # a dataclass or NamedTuple: its fields are what the call passes
         settled = _settled_fields(cls, args, kwargs)
         return base.but(attrs=settled) if settled else base
-    if init is None or init.node is None or init in walker.constructing \
+    if init.node is None or init in walker.constructing \
             or not always and not any(K.holds_code(ty) for ty in (*args, *kwargs.values())):
         return base
     instance = _walk_init(walker.analysis, init, walker.result.reads, base, walker.constructing,

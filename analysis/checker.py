@@ -496,8 +496,8 @@ class FunctionWalker:
     def assign(self, target: ast.expr, value: Ty, statement: ast.stmt) -> None:
         if isinstance(target, ast.Name):
             self.env[target.id] = value
-            made_here = value.kind == K.OBJ and isinstance(value.ref, ClassInfo) and isinstance(
-                getattr(statement, "value", None), ast.Call)
+            source = getattr(statement, "value", None)
+            made_here = isinstance(source, (ast.Call, ast.Name)) and self.made_here(source, value)
             (self.local_objects.add if made_here else self.local_objects.discard)(target.id)
             if target.id in self.globals_declared and value.kind in (K.INT, K.NUM, K.BOOL, K.DATA, K.UNKNOWN):
                 self.report("FL302", statement, f"Global `{target.id}` changes on every call; Dynamo "
