@@ -230,6 +230,7 @@ class EmitMixin:
             else:
                 frame.env.pop(n, None)
         self.replace_containers(containers)  # the statement may have changed them (`d[k] = ...`)
+        self.reimport_resized()
         self.new_epoch(brk.rule in PURE_RULES)
 
     def import_result(self, value, var, label):
@@ -257,14 +258,32 @@ class EmitMixin:
         return ext
 
     def live_holding(self, real):
-        """The live tensor value whose home variable holds the object `real`, if any."""
+        """The live tensor value whose home variable holds the object `real`, if any, and whose
+        metadata it still has."""
+        for v, held in self.live_tensors():
+            if held is real:
+                return v if _same_metadata(v.fake, real) else None
+        return None
+
+    def live_tensors(self):
+        """(value, the tensor its home variable holds now) for each live tensor value with a home."""
         rt = self.prog.rt
         for v in self.live_values().values():
-            if type(v) is TVar:
-                var = self.prog.home.get(id(v))
-                if var is not None and rt.get(var) is real:
-                    return v
-        return None
+            var = self.prog.home.get(id(v)) if type(v) is TVar else None
+            if var is not None and isinstance(rt.get(var), torch.Tensor):
+                yield v, rt[var]
+
+    def reimport_resized(self):
+        """A statement run in Python may have changed a live tensor's metadata in place
+        (`t.unsqueeze_(0)` in a disabled helper): from here on it is a new value, read from its
+        home, so `t.shape` is what the tensor has now."""
+        mapping = {}
+        for v, real in list(self.live_tensors()):
+            if not _same_metadata(v.fake, real):
+                var = self.prog.home[id(v)]
+                mapping[id(v)] = self.import_result(real, var, var)
+        if mapping:
+            self.substitute(mapping)
 
     def replace_containers(self, containers):
         """Containers handed to Python may have changed: continue with the real objects."""
@@ -440,4 +459,6 @@ def _containers(value, closures=False):
     return out
 
 
-
+def _same_metadata(fake, real) -> bool:
+    return (fake.shape, fake.stride(), fake.dtype, fake.requires_grad) == \
+        (real.shape, real.stride(), real.dtype, real.requires_grad)

@@ -1,6 +1,5 @@
 """Modules whose code lives in torch but outside torch.nn.modules (quantization stubs,
-FloatFunctional): their methods are inlined like user code, not recorded as ops; and a Python
-statement that hands back the very tensor it was given keeps that tensor's other holders."""
+FloatFunctional): their methods are inlined like user code, not recorded as ops."""
 import torch
 import torch.nn as nn
 from torch.ao.quantization import DeQuantStub, QuantStub
@@ -36,41 +35,9 @@ class TwoBlocks(nn.Module):
         return c4.mean() + c8.mean()
 
 
-@torch.compiler.disable
-def handed_back(t):
-    return t
-
-
-class PassThroughBlock(nn.Module):
-    def forward(self, x):
-        x = handed_back(x)  # runs in Python and returns the very tensor it was given
-        x = torch.relu(x * 2 + 1)  # a region's output rebinds x
-        return handed_back(x)
-
-
-class AliasedNet(nn.Module):
-    """The block's parameter x becomes the home of the caller's c4 before Python hands c4 back
-    into x; x is then rebound, and c4 is still needed by the caller."""
-
-    def __init__(self):
-        super().__init__()
-        self.stem = nn.Sequential(PassThroughBlock(), PassThroughBlock())
-        self.down = PassThroughBlock()
-
-    def forward(self, inp):
-        c4 = self.stem(inp + 1)
-        c8 = self.down(c4)
-        return c4 * c8 - c4.mean()
-
-
 def test_quantization_stubs_and_float_functional_are_inlined():
     model = TwoBlocks().eval()
     x = torch.rand(2, 4, 6, 6)
     check(model, [((x,), {})])
     report = explain(model)(x)
     assert report.breaks == [], [b.reason for b in report.breaks]
-
-
-def test_a_tensor_handed_back_by_python_keeps_its_other_holders():
-    model = AliasedNet()
-    check(model, [((torch.rand(3),), {}), ((torch.rand(3),), {})])
