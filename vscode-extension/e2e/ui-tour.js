@@ -33,9 +33,19 @@ async function tour(page, shots, step) {
     const squiggle = page.locator('.squiggly-warning').first();
     await squiggle.waitFor({ timeout: 90_000 });
     const line = page.locator('.view-line', { hasText: 'print("gelu_scale"' });
-    const box = await line.boundingBox();
-    await page.mouse.move(box.x + 90, box.y + box.height / 2);
-    await page.waitForSelector('.monaco-hover >> text=print() splits the graph', { timeout: 30_000 });
+    const hover = page.locator('.monaco-hover >> text=print() splits the graph');
+    // a hover can be lost while the editor still lays out (the sidebar just closed): move in again
+    for (let attempt = 1; ; attempt++) {
+      const box = await line.boundingBox();
+      await page.mouse.move(VIEWPORT.width - 10, VIEWPORT.height / 2);
+      await page.mouse.move(box.x + 90, box.y + box.height / 2);
+      try {
+        await hover.waitFor({ timeout: 15_000 });
+        break;
+      } catch (error) {
+        if (attempt === 3) throw error;
+      }
+    }
     await page.waitForTimeout(500); // the hover fades in
     await page.screenshot({ path: path.join(shots, 'hover.png') });
     await page.mouse.move(VIEWPORT.width - 10, VIEWPORT.height / 2);
