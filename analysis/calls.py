@@ -179,12 +179,12 @@ def evaluate_call(walker, node: ast.Call) -> Ty:
     callee_breaks = walker.callee_breaks
     args = []
     for arg in node.args:
-        ty = _argument_type(walker, arg)
+        ty = argument_type(walker, arg)
         if isinstance(arg, ast.Starred) and ty.kind in (K.SEQ, K.SHAPE) and ty.items is not None:
             args.extend(ty.items)  # `fn(*args)` in a wrapper that received known arguments
         else:
             args.append(ty)
-    kwargs = {kw.arg: _argument_type(walker, kw.value) for kw in node.keywords if kw.arg}
+    kwargs = {kw.arg: argument_type(walker, kw.value) for kw in node.keywords if kw.arg}
     for kw in node.keywords:
         if kw.arg is None:
             walker.expr(kw.value)
@@ -650,9 +650,15 @@ def _is_super_call(node: ast.expr) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
 
 
-def _argument_type(walker, arg: ast.expr) -> Ty:
-    if isinstance(arg, ast.Constant) and isinstance(arg.value, bool):
-        return K.bool_literal(arg.value)
+def argument_type(walker, arg: ast.expr) -> Ty:
+    """An argument's type; a bool written there, or a module-level bool constant nothing
+    rebinds (Dynamo guards on it), keeps its value: the callee's `if flag:` folds."""
+    constant = arg
+    if isinstance(arg, ast.Name) and arg.id not in walker.env and arg.id not in walker.local_imports \
+            and arg.id not in walker.module.mutated_globals:
+        constant = walker.module.globals.get(arg.id)
+    if isinstance(constant, ast.Constant) and isinstance(constant.value, bool):
+        return K.bool_literal(constant.value)
     return walker.expr(arg)
 
 

@@ -7,10 +7,12 @@ building it stays cheap on large files.
 from __future__ import annotations
 
 import ast
+import functools
 import keyword
 import re
 import textwrap
 from dataclasses import dataclass, field
+from typing import Callable
 
 from .kinds import CLASS, FUNC, OBJ, Ty
 from .source import Block
@@ -150,8 +152,10 @@ class Root:
     passed: int | None = None
     # A module-level construction of the class that hands it code (`Net(hooks=[log_stats])`), or
     # call of the compiled function that does (`evaluate(x, callbacks=[log])`): (path of its
-    # module, the call); `self` is that instance, or the parameters are those arguments.
-    site: "tuple[str, ast.Call] | None" = None
+    # module, the call, ((name, value), ...)); `self` is that instance, or the parameters are those
+    # arguments. The pairs are what the enclosing function bound the call's plain-name arguments
+    # to (`det_cfg, rec_cfg = DetConfig(), EDGE_REC_CFG`), where it binds them once.
+    site: "tuple[str, ast.Call, tuple] | None" = None
 
 
 @dataclass(eq=False)
@@ -199,11 +203,11 @@ class ModuleIndex:
                         self.candidates.append(forward.block)
                     if forward.node is not None:
                         roots.append(root)
-                        roots.extend(_module_root(COMPILE, cls, forward, site=(self.path, call))
+                        roots.extend(_module_root(COMPILE, cls, forward, site=(self.path, call, ()))
                                      for call in self.constructions_handing_code(cls))
         compiled = {root.function.name: root.function for root in self.roots
                     if root.mode == COMPILE and root.function.cls is None and root.function.module is self}
-        roots.extend(Root(COMPILE, compiled[call.func.id], site=(self.path, call))
+        roots.extend(Root(COMPILE, compiled[call.func.id], site=(self.path, call, ()))
                      for call in self.calls_handing_code(compiled))  # `evaluate(x, callbacks=[log_metric])`
         self._compiled_roots = (config.assume_modules_compiled, roots)
         return roots
@@ -511,7 +515,9 @@ def _find_root_calls(index: ModuleIndex, block: Block, statement: ast.stmt) -> N
     `g = torch.compiler.disable(f)` anywhere in the block."""
     # Instances bound in the same scope: `model = Net(); opt = torch.compile(model)`: name →
     # (class name, the call that builds it).
-    instances: dict[str, tuple[str, ast.Call]] = {}
+    instances: dict[str, tuple[str, ast.Call, Callable]] = {}
+    bound_once = functools.cache(lambda: _bound_once(statement) if isinstance(
+        statement, (ast.FunctionDef, ast.AsyncFunctionDef)) else {})
     calls = []  # one walk: big functions mention `compile(` too (torch/_dynamo/convert_frame.py)
     for node in ast.walk(statement):
         if isinstance(node, ast.Call):
@@ -521,7 +527,7 @@ def _find_root_calls(index: ModuleIndex, block: Block, statement: ast.stmt) -> N
             call = _module_itself(node.value)
             callee = index.dotted(call.func)
             if callee and (callee in index.classes or index.resolve_class(callee)):
-                instances[node.targets[0].id] = (callee, call)
+                instances[node.targets[0].id] = (callee, call, bound_once)
     for node in calls:
         callee = index.dotted(node.func)
         if callee in DISABLE_CALLS and node.args:
@@ -547,7 +553,7 @@ def _find_root_calls(index: ModuleIndex, block: Block, statement: ast.stmt) -> N
         if isinstance(subject, ast.Call):
             class_name = index.dotted(subject.func)
             if class_name:
-                _add_module_root(index, class_name, subject, mode, passed)
+                _add_module_root(index, class_name, subject, bound_once, mode, passed)
             continue
         name = index.dotted(subject)
         if name is None:
@@ -561,7 +567,7 @@ def _find_root_calls(index: ModuleIndex, block: Block, statement: ast.stmt) -> N
             if function is not None:
                 index.roots.append(Root(mode, function, passed=passed))
             else:
-                _add_module_root(index, name, None, mode, passed)
+                _add_module_root(index, name, None, dict, mode, passed)
 
 
 def _example_count(call: ast.Call) -> int | None:
@@ -576,19 +582,45 @@ def _example_count(call: ast.Call) -> int | None:
     return 1 if isinstance(example, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)) else None
 
 
-def _add_module_root(index: ModuleIndex, class_name: str, construction: ast.Call | None, mode: str,
-                     passed: int | None = None) -> None:
+def _add_module_root(index: ModuleIndex, class_name: str, construction: ast.Call | None, bound_once: Callable,
+                     mode: str, passed: int | None = None) -> None:
     """The forward of `class_name`; `self` is the instance `construction` builds, when known."""
     cls = index.resolve_class(class_name)
     if cls is not None:
         forward = cls.lookup_method("forward")
         if forward is not None:
-            site = (index.path, construction) if construction is not None else None
+            site = None
+            if construction is not None:
+                names = [arg.id for arg in (*construction.args, *(k.value for k in construction.keywords))
+                         if isinstance(arg, ast.Name)]
+                bound = bound_once() if names else {}
+                site = (index.path, construction, tuple((name, bound[name]) for name in names if name in bound))
             index.roots.append(_module_root(mode, cls, forward, passed, site))
 
 
 def _module_root(mode: str, cls: ClassInfo, forward: FunctionInfo, passed: int | None = None, site=None) -> Root:
     return Root(mode, forward, None if forward.cls is cls else cls, passed, site)
+
+
+def _bound_once(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.expr]:
+    """Locals of `function` it binds exactly once, by a plain assignment: name → value
+    (`a, b = X(), Y` binds both)."""
+    stores: dict[str, int] = {}
+    values: dict[str, ast.expr] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            stores[node.id] = stores.get(node.id, 0) + 1
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+            if isinstance(target, ast.Name):
+                values[target.id] = value
+            elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) \
+                    and len(target.elts) == len(value.elts):
+                values.update((t.id, v) for t, v in zip(target.elts, value.elts) if isinstance(t, ast.Name))
+    for arg in ast.walk(function.args):
+        if isinstance(arg, ast.arg):
+            stores[arg.arg] = 2  # a parameter: bound by each call
+    return {name: value for name, value in values.items() if stores.get(name) == 1}
 
 
 def _assigned_name(statement: ast.stmt, call: ast.Call) -> str | None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from . import kinds as K
 from .attributes import class_attributes, instance_type
-from .calls import CONTAINER_MUTATORS
+from .calls import CONTAINER_MUTATORS, argument_type
 from .checker import CONTAINER_ANNOTATIONS, MAX_DEPTH, UNKNOWN_OUTCOME, FunctionWalker, constant_type, decorated
 from .findings import CallSite, Finding, Fix, Span
 from .index import COMPILE, SCRIPT, ClassInfo, FunctionInfo
@@ -46,7 +46,7 @@ class Analysis:
         self.registries: dict = {}  # (module path, dict name) → what decorators registered in it (calls.py)
 
     def run_root(self, mode: str, function: FunctionInfo, owner: ClassInfo | None = None,
-                 passed: int | None = None, site: ast.Call | None = None) -> RootResult:
+                 passed: int | None = None, site: tuple | None = None) -> RootResult:
         self._returns: dict = {}  # key → (returns, breaks), in this pass
         self._active: set = set()  # keys being walked (recursion)
         self._collected: set = set()
@@ -73,34 +73,38 @@ class Analysis:
                                      if key in self._guarded)
         return RootResult(self.epoch, self.findings, list(self.deps.values()))
 
-    def _constructed(self, function: FunctionInfo, cls: ClassInfo, call: ast.Call, mode: str):
-        """The instance `call` builds: its arguments are evaluated as names of `function`'s module
-        (quietly: the call runs eagerly) and its `__init__` walked with them."""
-        walker, args, kwargs = self._site_arguments(function, call, mode)
+    def _constructed(self, function: FunctionInfo, cls: ClassInfo, site: tuple, mode: str):
+        """The instance the call of `site` builds: its arguments are evaluated as names of
+        `function`'s module (quietly: the call runs eagerly) and its `__init__` walked with them."""
+        walker, args, kwargs = self._site_arguments(function, site, mode)
         instance = self.instance_type(walker, cls, args, kwargs, always=True)
         for read, _text in walker.result.reads:  # an edit to an `__init__` read redoes the root
             self.deps[id(read)] = (read, read.block)
         return instance
 
-    def _called(self, function: FunctionInfo, call: ast.Call, mode: str, guessed: tuple) -> tuple:
+    def _called(self, function: FunctionInfo, site: tuple, mode: str, guessed: tuple) -> tuple:
         """The parameters a module-level call of the compiled `function` passes; where an
         argument's type is unknown, what a root's parameter would be taken for."""
-        _walker, args, kwargs = self._site_arguments(function, call, mode)
+        _walker, args, kwargs = self._site_arguments(function, site, mode)
         bound = bind_parameters(function, args, kwargs, None)
         return tuple(g if b.kind == K.UNKNOWN else b for b, g in zip(bound, guessed)) + bound[len(guessed):]
 
-    def _site_arguments(self, function: FunctionInfo, call: ast.Call, mode: str):
+    def _site_arguments(self, function: FunctionInfo, site: tuple, mode: str):
         """(walker, args, kwargs) of a module-level call, evaluated as names of `function`'s
-        module, quietly (the call itself runs eagerly)."""
+        module (or as what the enclosing function bound them to), quietly (the call itself runs
+        eagerly)."""
+        call, bound = site[0], dict(site[1])
         walker = FunctionWalker(self, function, mode, (), (), 0)
         walker.quiet += 1
 
         def argument(node: ast.expr) -> K.Ty:  # a function called there would be walked: unknown
+            if isinstance(node, ast.Name) and node.id in bound:
+                node = bound[node.id]
             for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
                 callee = walker.dotted(call.func) or ""
                 if callee != "functools.partial" and function.module.resolve_class(callee) is None:
                     return K.T_UNKNOWN
-            return walker.expr(node)
+            return argument_type(walker, node)
 
         args = [argument(arg) for arg in call.args if not isinstance(arg, ast.Starred)]
         kwargs = {keyword.arg: argument(keyword.value) for keyword in call.keywords if keyword.arg}

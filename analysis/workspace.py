@@ -12,6 +12,7 @@ an analysis's allocations would otherwise trigger now and then.
 """
 from __future__ import annotations
 
+import ast
 import os
 import threading
 from collections import OrderedDict
@@ -240,14 +241,15 @@ class Workspace:
         results = []
         for root in roots:
             owner = root.owner and (root.owner.module.path, root.owner.name)
-            site = root.site and (root.site[0], root.site[1].lineno, root.site[1].col_offset)
+            site = root.site and (root.site[0], root.site[1].lineno, root.site[1].col_offset,
+                                  tuple((name, ast.unparse(value)) for name, value in root.site[2]))
             key = (root.mode, root.function.module.path, root.function.qualname, owner, root.passed, site)
             result = self._results.get(key)
             if result is None or not self._valid(result):
                 if analysis is None:
                     analysis = Analysis(self.config, self.memo, self, self.epoch, self.generation)
                 result = self._results[key] = analysis.run_root(root.mode, root.function, root.owner, root.passed,
-                                                                root.site and root.site[1])
+                                                                root.site and root.site[1:])
             results.append(result)
         return results
 

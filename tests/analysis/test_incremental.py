@@ -453,3 +453,35 @@ def test_a_compiled_function_called_at_module_level_with_code_runs_that_code():
     assert session.replace("callbacks=[log_metric])", "callbacks=[])") == []
     assert session.replace("callbacks=[])", "callbacks=[log_metric])") == both
     assert session.replace("print(name, float(value.sum()))", "return name") == []
+
+
+TRACED_WITH_A_LOCAL_CONFIG = textwrap.dedent('''\
+    import torch
+    from torch import nn
+
+    LITE = False
+
+
+    class Head(nn.Module):
+        def __init__(self, recurrent):
+            super().__init__()
+            self.rnn = nn.LSTM(4, 4) if recurrent else nn.Identity()
+
+        def forward(self, x):
+            return self.rnn(x)
+
+
+    def export_head(x):
+        cfg = LITE
+        return torch.jit.trace(Head(cfg), (x,))
+    ''')
+
+
+def test_a_traced_construction_follows_edits_to_the_local_it_is_handed():
+    # `cfg` is a local of export_head: editing what it is bound to changes which module the
+    # trace root holds (the LSTM checks sizes in Python: FL203 under trace).
+    session = Session(TRACED_WITH_A_LOCAL_CONFIG)
+    traced = lambda result: [f for f in result if f[1].startswith("FL2")]  # noqa: E731
+    assert traced(found(session.report)) == []
+    assert traced(session.replace("cfg = LITE", "cfg = not LITE")) == [(13, "FL203", "Head.forward")]
+    assert traced(session.replace("cfg = not LITE", "cfg = LITE")) == []

@@ -393,3 +393,45 @@ def test_hooks_handed_to_a_module_built_at_module_level_run_in_its_forward():
 
         CASES = {"smoke": lambda: (Detector(make_model(), [partial(log_detection, source="smoke")]), ())}
         ''') == [(9, "FL111"), (23, "FL150")]
+
+
+def test_a_traced_construction_reads_what_the_export_function_bound_its_arguments_to():
+    # export_license_plate (round 22), checked with torch.jit.trace 2.13: `rec_cfg` is a local of
+    # the export function bound once to a config that picks the convolutional head, so `__init__`
+    # never builds the LSTM, whose size checks the trace would bake in (FL203). A local bound twice
+    # could be either value: the LSTM may be there. (FL123 is the forward as a compile root.)
+    source = '''\
+        from dataclasses import dataclass
+        import torch
+        from torch import nn
+
+        @dataclass
+        class RecConfig:
+            seq: str = "lstm"
+
+        EDGE = RecConfig(seq="conv")
+
+        class Head(nn.Module):
+            def __init__(self, cfg: RecConfig):
+                super().__init__()
+                if cfg.seq == "lstm":
+                    self.rnn = nn.LSTM(4, 4)
+                else:
+                    self.rnn = nn.Conv1d(4, 4, 1)
+
+            def forward(self, x):
+                if isinstance(self.rnn, nn.LSTM):
+                    x, _ = self.rnn(x)
+                    return x
+                return self.rnn(x)
+
+        def export_head(x, fast: bool):
+            cfg, other = EDGE, None
+            {rebind}
+            return torch.jit.trace(Head(cfg), (x,))
+        '''
+    def traced(rebind: str) -> list[tuple[int, str]]:
+        return [f for f in findings(source.replace("{rebind}", rebind)) if f[1].startswith("FL2")]
+
+    assert traced("pass") == []
+    assert (21, "FL203") in traced("cfg = RecConfig() if fast else cfg")
