@@ -15,9 +15,10 @@ from .index import COMPILE, EXPORT, EXTERNAL_PREFIXES, TRACE, ClassInfo, Functio
 from .kinds import Ty
 
 LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log", "fatal"}
-SKIPPED_CALLS = {
-    "time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.time_ns",
-    "time.perf_counter_ns", "time.monotonic_ns", "time.sleep", "uuid.uuid1", "uuid.uuid4", "uuid.uuid3",
+CLOCK_CALLS = {"time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.time_ns",
+               "time.perf_counter_ns", "time.monotonic_ns"}
+SKIPPED_CALLS = CLOCK_CALLS | {
+    "time.sleep", "uuid.uuid1", "uuid.uuid4", "uuid.uuid3",
     "uuid.uuid5", "datetime.datetime.now", "datetime.datetime.utcnow", "datetime.datetime.today",
     "datetime.date.today", "datetime.now", "datetime.utcnow", "datetime.today", "date.today",
     "torch.save", "torch.load", "torch.nn.utils.rnn.pack_padded_sequence",
@@ -601,7 +602,7 @@ def tensor_method(walker, node: ast.Call, name: str, receiver: Ty, args: list[Ty
         return K.seq_of(K.T_DATA)
     if name in K.DYNAMIC_SHAPE_OPS or (name == "repeat_interleave" and args and args[0].maybe_tensor):
         walker.report("FL105", node, f"`.{name}()` returns a data-dependent number of elements")
-        return K.T_TENSOR_SEQ if _keyword_is(node, "as_tuple", True) else \
+        return K.T_TENSOR_SEQ if _keyword_is(node, "as_tuple", True) or _unique_with_extras(name, node, 0) else \
             K.T_INT_TENSOR if name in ("nonzero", "argwhere", "bincount") else K.T_TENSOR
     if name == "requires_grad_":
         walker.report("FL140", node, "`requires_grad_()` inside compiled code")
@@ -717,6 +718,10 @@ def module_method(walker, node: ast.Call, name: str, receiver: Ty, args: list[Ty
         return module_call(walker, node, attribute, args, kwargs)
     if attribute.kind == K.FUNC:  # `self.hook = fn` / `self.step = self._advance` in __init__
         return call_function_value(walker, node, attribute, args, kwargs)
+    if attribute.kind == K.OBJ:  # `self.tokenizer(prompts)`: a workspace object's __call__
+        returns = object_method(walker, node, attribute, "__call__", args, kwargs)
+        if returns is not None:
+            return returns
     if name in ("parameters", "buffers", "children", "modules",
                 "named_parameters", "named_buffers", "named_children", "named_modules"):
         element = K.T_TENSOR if "param" in name or "buffer" in name else Ty(K.MODULE)
@@ -959,7 +964,8 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
         if name in K.DYNAMIC_SHAPE_OPS or (name == "repeat_interleave" and K.is_dynamic_repeat(args)) \
                 or (name == "where" and len(args) == 1 and not kwargs):
             walker.report("FL105", node, f"`{dotted}` returns a data-dependent number of elements")
-            return K.T_TENSOR_SEQ if name == "where" or _keyword_is(node, "as_tuple", True) else \
+            return K.T_TENSOR_SEQ if name == "where" or _keyword_is(node, "as_tuple", True) \
+                or _unique_with_extras(name, node, 1) else \
                 K.T_INT_TENSOR if name in ("nonzero", "argwhere", "bincount") else K.T_TENSOR
         if namespace == "torch.nn.functional" and (name in SIZE_CHECKING_FUNCTIONS or (
                 name == "embedding" and _padding_index_checked(walker, node)) or (
@@ -1018,6 +1024,16 @@ def torch_call(walker, node, dotted: str, args: list[Ty], kwargs: dict) -> Ty:
 def _tensor_tuple(name: str) -> Ty:
     """The tensors a sequence-returning op gives: (values, indices) for the ops that return both."""
     return VALUES_INDICES if name in VALUES_INDICES_OPS else K.T_TENSOR_SEQ
+
+
+def _unique_with_extras(name: str, node: ast.Call, tensor_args: int) -> bool:
+    """`torch.unique(x, return_inverse=True)` / `x.unique_consecutive(return_counts=c)`: a tuple.
+    `tensor_args`: the positional arguments before the flags (the input, for the function)."""
+    if name not in ("unique", "unique_consecutive"):
+        return False
+    flags = [k.value for k in node.keywords if k.arg in ("return_inverse", "return_counts")]
+    flags += node.args[tensor_args + (name == "unique"):][:2]  # after `sorted` (unique only)
+    return any(not (isinstance(flag, ast.Constant) and not flag.value) for flag in flags)
 
 
 def _keyword_is(node: ast.Call, name: str, value) -> bool:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from . import comprehensions
 from . import kinds as K
 from .findings import Span
-from .calls import (CONTAINER_MUTATORS, NUMPY_GENERATOR_CLASSES, RANDOM_VALUE, RETURN_TYPE_FIELDS,
+from .calls import (CLOCK_CALLS, CONTAINER_MUTATORS, NUMPY_GENERATOR_CLASSES, RANDOM_VALUE, RETURN_TYPE_FIELDS,
                     RNN_MODULES, builtin_call, evaluate_call, partial_of, registered_functions)
 from .fixes import fix_for
 from .index import COMPILE, EXPORT, EXTERNAL_PREFIXES, TRACE, ClassInfo, FunctionInfo
@@ -113,6 +113,8 @@ class FunctionWalker:
         self.segment_ops = 0  # tensor operations traced since the frame last resumed
         self.finished = False  # a folded branch returned: nothing after it is traced
         self.break_count = 0  # graph breaks so far in this frame
+        self.clocks: dict[str, int] = {}  # locals holding a clock reading → break_count after it
+        self.clock_reads: list[K.WallClock] = []  # reads of them since the frame last resumed
         self.callee_breaks = 0  # of which at calls of user functions that break (FL132)
         self.quiet = 0  # > 0 inside code Dynamo traces only on unusual paths (except handlers)
         self._seen: set = set()
@@ -249,6 +251,9 @@ class FunctionWalker:
         """A graph break at the current position of this frame (here or in an inlined callee)."""
         self.result.breaks = True
         self.break_count += 1
+        for clock in list(self.clock_reads):
+            self.specialize_clock(clock)
+        self.clock_reads.clear()
         if not self.resumable_here():
             self.dead_after_this = True
 
@@ -496,6 +501,11 @@ class FunctionWalker:
     def assign(self, target: ast.expr, value: Ty, statement: ast.stmt) -> None:
         if isinstance(target, ast.Name):
             self.env[target.id] = value
+            self.clocks.pop(target.id, None)
+            source = getattr(statement, "value", None)
+            if self.mode == COMPILE and not self.dead and (isinstance(value.ref, K.WallClock) or isinstance(
+                    source, ast.Call) and not source.args and self.dotted(source.func) in CLOCK_CALLS):
+                self.clocks[target.id] = self.break_count  # the clock call's own break is counted already
             source = getattr(statement, "value", None)
             made_here = isinstance(source, (ast.Call, ast.Name)) and self.made_here(source, value)
             (self.local_objects.add if made_here else self.local_objects.discard)(target.id)
@@ -883,6 +893,9 @@ class FunctionWalker:
         name = node.id
         ty = self.env.get(name)
         if ty is not None:
+            if name in self.clocks and self.break_count > self.clocks[name] and not self.dead:
+                ty = ty.but(ref=K.WallClock(name, node))  # an input of the resumed part
+                self.clock_reads.append(ty.ref)
             return ty
         if name in self.local_imports:
             return Ty(K.OBJ, ref=self.local_imports[name])
@@ -922,6 +935,10 @@ class FunctionWalker:
                 return K.T_NUMPY_GENERATOR  # `RNG = np.random.default_rng(0)`
             if callee == "logging.getLogger" or callee.endswith(".getLogger"):
                 return K.T_LOGGER
+            if callee == "torch.compile" and value.args and isinstance(value.args[0], ast.Name) \
+                    and value.args[0].id in self.module.functions:
+                # `fmt = torch.compile(_fmt)` called from compiled code: Dynamo inlines `_fmt`
+                return Ty(K.FUNC, ref=self.module.functions[value.args[0].id])
             if callee.startswith("torch.") and callee.split(".")[-1][:1].islower() \
                     and callee not in K.TORCH_NON_TENSOR and not callee.startswith(("torch.nn.", "torch.jit.")):
                 return K.T_TENSOR
@@ -1221,6 +1238,15 @@ class FunctionWalker:
         return self.binary(left, right, node)
 
     def binary(self, left: Ty, right: Ty, node: ast.BinOp | ast.AugAssign) -> Ty:
+        clock = next((ty.ref for ty in (left, right) if isinstance(ty.ref, K.WallClock)), None)
+        value = self.arithmetic(left, right, node)
+        if clock is not None and value.kind == K.TENSOR:
+            self.specialize_clock(clock)  # a constant of the graph
+        elif clock is not None and value.kind in (K.NUM, K.INT, K.DATA) and value.ref is None:
+            value = value.but(ref=clock)
+        return value
+
+    def arithmetic(self, left: Ty, right: Ty, node: ast.BinOp | ast.AugAssign) -> Ty:
         op = node.op
         if RANDOM_VALUE in (left.ref, right.ref) and {left.kind, right.kind} & {K.INT, K.NUM, K.BOOL, K.DATA}:
             self.report("FL124", node, "Python arithmetic on a random.* value, which Dynamo made a graph input")
@@ -1404,6 +1430,16 @@ class FunctionWalker:
         if isinstance(node.func, ast.Name) and node.func.id in ("list", "tuple", "max", "min") and node.args:
             self.unpacks_generator(node.args[0])
         return evaluate_call(self, node)
+
+    def specialize_clock(self, clock: K.WallClock) -> None:
+        """A clock reading (or a number computed from one) that a resumed part of the frame read as
+        a local is specialized, guarded by value, when that part breaks again later or the value
+        enters tensor arithmetic; the next call's clock reads otherwise, so it recompiles
+        (measured on 2.13; a part that ends without a break keeps it symbolic: returned, stored,
+        compared or rounded). Reported where the local was read, as Dynamo's guard names it."""
+        if clock in self.clock_reads:
+            self.report("FL302", clock.read, f"`{clock.name}` holds a clock reading: the code resumed after a "
+                                             "graph break specializes on its value, so every call recompiles")
 
     def unpacks_generator(self, node: ast.expr) -> None:
         """A generator expression unpacked whole where it is made (`a, b = (f(s) for s in xs)`,

@@ -127,6 +127,13 @@ T_LR_SCHEDULER = Ty(OBJ, ref="torch.optim.lr_scheduler.LRScheduler")
 T_PARAM_GROUP = Ty(OBJ, ref="torch.optim.Optimizer.param_groups[i]")  # a dict Dynamo guards on
 
 
+class WallClock(NamedTuple):
+    """The `ref` of a number computed from a clock reading (`t0 = time.perf_counter()`) that a
+    part of the frame resumed after a later graph break read as one of its locals."""
+    name: str
+    read: object  # the ast.Name where that part read the local
+
+
 class Literal(NamedTuple):
     """The `ref` of a STR/INT parameter left at its literal default (`limit_type: str = "max"`):
     Dynamo and the tracer see the constant, so `if limit_type == "max":` is folded."""

@@ -435,3 +435,79 @@ def test_a_traced_construction_reads_what_the_export_function_bound_its_argument
 
     assert traced("pass") == []
     assert (21, "FL203") in traced("cfg = RecConfig() if fast else cfg")
+
+
+def test_a_clock_reading_read_after_a_break_recompiles_where_its_value_is_needed():
+    # Probed on 2.13 with this very source (adaptive_token_vit:449 and open_vocab_detection:451
+    # of round 25 were the first): `start` read as a local of a resumed part is specialized when
+    # that part breaks again later or the value enters tensor arithmetic, so the next call
+    # recompiles (the guard names the line that read it): `symbolic` recompiles at 41 and 43,
+    # whose parts end at the next clock call, not at 44. Read before the break
+    # (`start - time...`) or handed on right after its own call it is a stack value: no guard.
+    assert findings('''\
+        import logging
+        import time
+        import torch
+
+        logger = logging.getLogger(__name__)
+
+        @torch.compiler.disable
+        def record(name, value):
+            pass
+
+        @torch.compile
+        def printed(x):
+            start = time.perf_counter()
+            y = x * 2
+            print("took", time.perf_counter() - start)
+            return y
+
+        @torch.compile
+        def logged(x):
+            start = time.perf_counter()
+            logger.info("took %f", time.perf_counter() - start)
+            return x
+
+        @torch.compile
+        def scaled(x):
+            start = time.perf_counter()
+            return x * (time.perf_counter() - start)
+
+        @torch.compile
+        def after_item(x):
+            t0 = time.time()
+            m = x.mean().item()
+            dt = time.time() - t0
+            record("b", dt)
+            return x * m
+
+        @torch.compile
+        def symbolic(x):
+            start = time.perf_counter()
+            y = x * 2
+            if time.perf_counter() - start > 100.0:
+                y = y + 1
+            ms = round((time.perf_counter() - start) * 1e3, 2)
+            return y, ms, time.perf_counter() - start
+
+        @torch.compile
+        def handed_on(x):
+            start = time.perf_counter()
+            y = x * 2
+            record("a", start)
+            return y
+
+        @torch.compile
+        def read_first(x):
+            start = time.perf_counter()
+            y = x * 2
+            dt = start - time.perf_counter()
+            record("c", dt)
+            return y
+        ''') == [(13, "FL121"), (15, "FL110"), (15, "FL121"), (15, "FL302"),
+                 (20, "FL121"), (21, "FL111"), (21, "FL121"), (21, "FL302"),
+                 (26, "FL121"), (27, "FL121"), (27, "FL302"),
+                 (31, "FL121"), (32, "FL102"), (33, "FL121"), (33, "FL302"), (34, "FL130"),
+                 (39, "FL121"), (41, "FL121"), (41, "FL302"), (43, "FL121"), (43, "FL302"), (44, "FL121"),
+                 (48, "FL121"), (50, "FL130"),
+                 (55, "FL121"), (57, "FL121"), (58, "FL130")]
