@@ -210,18 +210,21 @@ class CallMixin:
         raise Break(f"constructs a {cls.__qualname__} object", None, node)
 
     # -- inlining Python functions --
-    def prepare_inline(self, func, args, kwargs, node, module_method=False):
+    def prepare_inline(self, func, args, kwargs, node, module_method=False, generator=False):
         """A Frame ready to run `func(*args, **kwargs)` by interpreting its source, or None if
         `func` is not a Python function we inline. A module's methods are inlined wherever they are
-        defined (QuantStub.forward, FloatFunctional.mul, in torch.ao, too): they are not ops."""
+        defined (QuantStub.forward, FloatFunctional.mul, in torch.ao, too): they are not ops.
+        A generator function is inlined only where `generator` says the call is a `for` loop's
+        iterable (GenLoop)."""
         t = type(func)
         if t is Closure:
             return self._bind_closure(func, args, kwargs)
         if t is types.MethodType and isinstance(func.__func__, types.FunctionType):
             return self.prepare_inline(func.__func__, [func.__self__, *args], kwargs, node,
-                                       module_method or isinstance(func.__self__, torch.nn.Module))
+                                       module_method or isinstance(func.__self__, torch.nn.Module), generator)
         if t is functools.partial:
-            return self.prepare_inline(func.func, [*func.args, *args], {**func.keywords, **kwargs}, node)
+            return self.prepare_inline(func.func, [*func.args, *args], {**func.keywords, **kwargs}, node,
+                                       generator=generator)
         if isinstance(func, torch.nn.Module):
             return self._module_frame(func, args, kwargs, node)
         if t is not types.FunctionType:
@@ -248,6 +251,9 @@ class CallMixin:
             info = func_info(func)
         except Unsupported as e:
             raise Break(f"cannot inline {func.__qualname__}: {e}", None, node) from None
+        if info.generator and not generator:
+            raise Break(f"cannot inline {func.__qualname__}: a generator used other than as a for loop's iterable",
+                        None, node)
         if self.depth >= MAX_DEPTH:
             raise Break("inlining too deep (recursion?)", None, node)
         src = self.sources.get(id(func))

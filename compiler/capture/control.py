@@ -3,7 +3,7 @@ through loop-head units), data-dependent branches with lazily captured sides, ju
 from __future__ import annotations
 
 from .emit import CaptureError
-from .frames import Block, Call, Loop, With
+from .frames import Block, Call, GenLoop, Loop, With, Yielded
 from .hoist import SwitchesGradMode
 from .program import Jump
 from .values import Break, Ext, TVar, VarSource
@@ -60,12 +60,16 @@ class ControlMixin:
             e = cont.pop()
             if type(e) is With:  # the region ending here computed `value`: keep it
                 self.set_ambient(e.saved, flush=not nested, keep=(value,))
+            elif type(e) is Call:  # a generator the returning loop body was run by
+                self.depth -= 1
             if not cont:
                 return self.finish(value)
         call = cont.pop()
         if call.target == "nested":
             return ("value", value)
         self.depth -= 1
+        if call.target == "generator":  # it ended: so does the loop over it (GenLoop, below)
+            return None
         if call.target == "return":
             return self.do_return(call.frame, value, nested)
         if call.target != "expr":
@@ -85,9 +89,15 @@ class ControlMixin:
                 if exit_loop:
                     cont.pop()
                 return
+            if type(e) is Yielded and e.frame is frame and not exit_loop:
+                return  # `continue`: the generator goes on after its yield
             cont.pop()
+            if type(e) is GenLoop and e.frame is frame:
+                return  # `break`: the generator is dropped, suspended, as Python drops it
             if type(e) is With:
                 self.set_ambient(e.saved)
+            elif type(e) is Call:
+                self.depth -= 1
 
     def set_ambient(self, state, flush=True, keep=()):
         if state != self.ambient:

@@ -12,7 +12,7 @@ import ast
 import copy
 
 from .emit import names_of
-from .frames import Block, Call, Frame, Loop, With
+from .frames import Block, Call, Frame, GenLoop, Loop, With, Yielded
 from .machine import Capture
 from .values import Break
 
@@ -145,6 +145,10 @@ def _copy_cont(cont):
             out.append(Loop(frame(e.frame), e.node, None if e.items is None else list(e.items)))
         elif t is With:
             out.append(With(frame(e.frame), e.saved))
+        elif t is GenLoop:
+            out.append(GenLoop(frame(e.frame), e.node))
+        elif t is Yielded:
+            out.append(Yielded(frame(e.frame)))
         else:
             out.append(Call(frame(e.frame), frame(e.callee), e.target, e.node))
     return out

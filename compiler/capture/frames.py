@@ -126,8 +126,11 @@ class FuncInfo:
         self.qualname = fn.__qualname__
         self.filename = code.co_filename
         self.globals = fn.__globals__
-        if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
-            raise Unsupported(f"{self.qualname} is a generator or coroutine")
+        if code.co_flags & (inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+            raise Unsupported(f"{self.qualname} is a coroutine")
+        # a generator is inlined only as a `for` loop's iterable (GenLoop), where each `yield`
+        # statement runs the loop's body
+        self.generator = bool(code.co_flags & inspect.CO_GENERATOR)
         tree = _file_tree(self.filename)
         node = _find_node(tree, code) if tree is not None else None
         if node is None:
@@ -153,11 +156,13 @@ class FuncInfo:
                         for n in ast.walk(stmt))):
                 raise Unsupported(f"{self.qualname}: nested function at line {stmt.lineno} is a generator, "
                                   "coroutine, decorated, or uses global/nonlocal")
-        for stmt in _walk_no_scopes(ast.Module(body=list(self.body), type_ignores=[])):
+        walked = list(_walk_no_scopes(ast.Module(body=list(self.body), type_ignores=[])))
+        yield_statements = {id(stmt.value) for stmt in walked if type(stmt) is ast.Expr and type(stmt.value) is ast.Yield}
+        for stmt in walked:
             if isinstance(stmt, (ast.Global, ast.Nonlocal)):
                 raise Unsupported(f"{self.qualname} uses `{type(stmt).__name__.lower()}`")
-            if isinstance(stmt, (ast.Yield, ast.YieldFrom, ast.Await)):
-                raise Unsupported(f"{self.qualname} yields or awaits")
+            if isinstance(stmt, (ast.YieldFrom, ast.Await)) or type(stmt) is ast.Yield and id(stmt) not in yield_statements:
+                raise Unsupported(f"{self.qualname} uses `yield from`, `await`, or `yield` inside an expression")
             if isinstance(stmt, (ast.Try, ast.With, ast.Match, getattr(ast, "TryStar", ast.Try))) \
                     and not _state_context(stmt) and _escapes([stmt]):
                 raise Unsupported(f"{self.qualname}: return/break/continue inside "
@@ -281,6 +286,27 @@ class Loop:
         self.frame = frame
         self.node = node
         self.items = items
+
+
+class GenLoop:
+    """`for target in gen(...)` over an inlined generator: the entries above it run the
+    generator's frame; each `yield` statement assigns `target` and runs the body (Yielded)."""
+
+    __slots__ = ("frame", "node")
+
+    def __init__(self, frame, node):
+        self.frame = frame  # the loop's
+        self.node = node
+
+
+class Yielded:
+    """Below a loop body run for one `yield`: when the body ends (or `continue`s), the
+    generator's frame goes on after the yield."""
+
+    __slots__ = ("frame",)
+
+    def __init__(self, frame):
+        self.frame = frame  # the loop's
 
 
 class With:

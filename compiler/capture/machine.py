@@ -9,7 +9,7 @@ from .ambient import Ambient
 from .calls import CallMixin
 from .control import ControlMixin
 from .emit import CaptureError, EmitMixin
-from .frames import Block, Call, Loc, Loop, With, _escapes
+from .frames import Block, Call, GenLoop, Loc, Loop, With, Yielded, _escapes
 from .guards import GuardSet, constant_like
 from .hoist import SwitchesGradMode, hoisted
 from .interp import ExprMixin
@@ -280,6 +280,12 @@ class Capture(ExprMixin, CallMixin, StatementMixin, ControlMixin, EmitMixin, Sto
             elif t is With:
                 cont.pop()
                 self.set_ambient(top.saved)
+            elif t is Yielded:  # the loop body ran for one item: the generator goes on
+                cont.pop()
+            elif t is GenLoop:  # the generator returned
+                cont.pop()
+                if top.node.orelse:
+                    cont.append(Block(top.frame, top.node.orelse))
             else:  # Call: the callee ended without `return`
                 out = self.do_return(top.callee, None, nested)
                 if out is not None:
@@ -341,6 +347,9 @@ class Capture(ExprMixin, CallMixin, StatementMixin, ControlMixin, EmitMixin, Sto
         if t is ast.Return and stmt.value is not None:
             self.fallback(stmt, frame, b, result_var="__fl_ret", expr=stmt.value)
             return self.do_return(frame, frame.env.pop("__fl_ret"), False)
+        if t is ast.Expr and type(stmt.value) is ast.Yield:  # the value is made in Python
+            self.fallback(stmt, frame, b, result_var="__fl_yield", expr=stmt.value.value)
+            return self.do_yield(frame, frame.env.pop("__fl_yield"))
         if t is ast.If:
             self.fallback(stmt, frame, b, result_var="__fl_cond", expr=stmt.test)
             return self.branch(stmt, frame, frame.env.pop("__fl_cond"))

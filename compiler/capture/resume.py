@@ -6,7 +6,7 @@ expression is recorded. A new capture `decode`s a `Cont` with the slot values it
 """
 from __future__ import annotations
 
-from .frames import Block, Call, Frame, Loop, With
+from .frames import Block, Call, Frame, GenLoop, Loop, With, Yielded
 from .guards import constant_like
 from .values import ArgSource, Closure, Ext, TVar, is_dyn
 
@@ -124,6 +124,10 @@ def encode(cap, cont_entries, loop_head=False) -> State:
             entries.append(("loop", index[id(e.frame)], e.node, items))
         elif t is With:
             entries.append(("with", index[id(e.frame)], e.saved))
+        elif t is GenLoop:
+            entries.append(("genloop", index[id(e.frame)], e.node))
+        elif t is Yielded:
+            entries.append(("yielded", index[id(e.frame)]))
         elif t is Call:
             entries.append(("call", index[id(e.frame)] if e.frame is not None else None, index[id(e.callee)],
                             e.target, e.node))
@@ -191,6 +195,10 @@ def decode(cap, cont: Cont, args):
             entries.append(Loop(frames[e[1]], e[2], None if e[3] is None else [dec(i) for i in e[3]]))
         elif e[0] == "with":
             entries.append(With(frames[e[1]], e[2]))
+        elif e[0] == "genloop":
+            entries.append(GenLoop(frames[e[1]], e[2]))
+        elif e[0] == "yielded":
+            entries.append(Yielded(frames[e[1]]))
         else:
             entries.append(Call(frames[e[1]] if e[1] is not None else None, frames[e[2]], e[3], e[4]))
     return frames, entries, slot_values

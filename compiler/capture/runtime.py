@@ -9,7 +9,7 @@ import warnings
 from .ambient import Ambient
 from .backends import Backend, rng_state, set_rng_state
 from .emit import CaptureError
-from .frames import func_info
+from .frames import Unsupported, func_info
 from .program import Jump, Raised
 
 CACHE_LIMIT = 8
@@ -58,6 +58,13 @@ class ResumePoint:
         return "guard failed"
 
 
+def _root_info(fn):
+    info = func_info(fn)
+    if info.generator:  # calling it makes a generator object: nothing to capture
+        raise Unsupported(f"{info.qualname} is a generator")
+    return info
+
+
 class CompiledFunction:
     """`fuselens.compile(fn)`: captures on first call, dispatches on guards afterwards."""
 
@@ -67,7 +74,7 @@ class CompiledFunction:
         if self.grad is not None:
             fn = fn.__wrapped__
         self.fn = fn
-        self.info = func_info(fn)
+        self.info = _root_info(fn)
         self.backend = Backend.get(backend)
         self.decomps = self.backend.decompositions()
         self.fullgraph = fullgraph
@@ -109,7 +116,7 @@ class CompiledFunction:
     def capture(self, point, args):
         from .machine import Capture
         if self.fn.__code__ is not self.info.code:  # the function was redefined in place
-            self.info = func_info(self.fn)
+            self.info = _root_info(self.fn)
             self.binder = _make_binder(self.info, self.fn)
             self.points.clear()
             self.root.variants.clear()

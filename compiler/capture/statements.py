@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import ast
+import functools
+import inspect
 import sys
+import types
 
 import torch
 
-from .frames import Block, Call, Loop, With
+from .frames import Block, Call, GenLoop, Loop, With, Yielded
+from .emit import CaptureError
 from .objects import LIBRARY_MODULES
 from .values import INPLACE_BINOPS, Break, Ext, TVar, VarSource
 
@@ -17,6 +21,9 @@ _AUTOCASTS = (torch.autocast, torch.amp.autocast, torch.cpu.amp.autocast, torch.
 class StatementMixin:
     # -- statements --
     def s_expr(self, stmt, frame, nested):
+        if type(stmt.value) is ast.Yield:
+            value = stmt.value.value
+            return self.do_yield(frame, None if value is None else self.ev(value, frame))
         if type(stmt.value) is ast.Call and not nested:
             return self.call_statement(stmt.value, frame, "expr")
         self.ev(stmt.value, frame)
@@ -66,8 +73,29 @@ class StatementMixin:
         self.cont.append(Block(frame, stmt.body if self.truth(test) else stmt.orelse))
 
     def s_for(self, stmt, frame, nested):
-        items = self.iterate(self.ev(stmt.iter, frame))
+        call = stmt.iter
+        if type(call) is ast.Call and _is_generator_function(func := self.ev(call.func, frame)):
+            args, kwargs = self.call_args(call, frame)
+            generator = self.prepare_inline(func, args, kwargs, call, generator=True)
+            if generator is not None:  # interleaved with the body, as Python runs it
+                self.depth += 1
+                self.cont.extend([GenLoop(frame, stmt), Call(frame, generator, "generator", call),
+                                  Block(generator, generator.info.body)])
+                return None
+            items = self.iterate(self.call(func, args, kwargs, call))
+        else:
+            items = self.iterate(self.ev(stmt.iter, frame))
         self.cont.append(Loop(frame, stmt, items))
+
+    def do_yield(self, frame, value):
+        """A `yield` statement of an inlined generator: the loop over it runs its body once."""
+        call = next(e for e in reversed(self.cont) if type(e) is Call and e.callee is frame)
+        loop = self.cont[self.cont.index(call) - 1]
+        try:
+            self.assign_target(loop.node.target, value, loop.frame)
+        except Break:
+            raise CaptureError(f"line {loop.node.lineno}: loop target cannot be assigned in the trace") from None
+        self.cont.extend([Yielded(loop.frame), Block(loop.frame, loop.node.body)])
 
     def s_while(self, stmt, frame, nested):
         self.cont.append(Loop(frame, stmt, None))
@@ -199,6 +227,14 @@ class StatementMixin:
 
 class _EndProbe(Exception):
     pass
+
+
+def _is_generator_function(func) -> bool:
+    """A generator function of user code (torch's own, `Module.parameters()` and the like, are
+    iterated as calls)."""
+    while isinstance(func, (types.MethodType, functools.partial)):
+        func = func.__func__ if type(func) is types.MethodType else func.func
+    return inspect.isgeneratorfunction(func) and not (func.__module__ or "").startswith("torch")
 
 
 def _simple_target(t) -> bool:
