@@ -60,7 +60,7 @@ SKIPPED_MODULES = {"zlib", "hashlib", "binascii", "bisect", "heapq"}
 # and passes it into the graph as an input, a 0-d tensor. Every other `random.*` function is a
 # method of the module's hidden Random instance, which Dynamo skips (GB0007).
 RANDOM_VALUE_CALLS = {"randint", "randrange", "uniform"}
-RANDOM_VALUE = "random value"  # the `ref` of such a value's type (see checker.binary)
+RANDOM_VALUE = K.RANDOM_VALUE  # the `ref` of such a value's type (see checker.binary)
 # Ops that take such a value as a scalar operand and trace it (measured: `x * s`, `clamp(max=s)`,
 # `torch.full(size, s)`). Any other torch op or tensor method given one as an argument (a shift,
 # size, length, pad, dim: `torch.roll(x, s)`, `x.narrow(0, 0, s)`, `F.pad(x, (s, s))`,
@@ -826,6 +826,9 @@ def library_call(walker, node: ast.Call, dotted: str, args: list[Ty], kwargs: di
     if head == "math":
         if any(t.is_tensor for t in args):
             walker.report("FL104", node, f"`{dotted}` of a tensor converts it to a Python number")
+            return K.T_DATA
+        if walker.mode == COMPILE and any(t.kind == K.NDARRAY for t in args):  # Dynamo traces it as a tensor
+            walker.report("FL104", node, f"`{dotted}` of an array traced as a tensor converts it to a Python number")
             return K.T_DATA
         if any(t.kind == K.DATA for t in args):
             return K.T_DATA

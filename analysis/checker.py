@@ -1109,8 +1109,10 @@ class FunctionWalker:
             self.segment_ops += 1
             if isinstance(node.ctx, ast.Load):
                 self.check_tensor_index(node, index)
-            # `order[0]` of an index tensor (argsort, argmax(dim)...) is, in practice, a 0-d index.
-            scalar_pick = container.integer and index.kind == K.INT and not isinstance(node.slice, ast.Tuple)
+            # `order[0]` of an index tensor (argsort, argmax(dim)...) is, in practice, a 0-d index;
+            # `labels[i]` with `i` counting over a size (`range(x.shape[0])`) picks a batch row.
+            scalar_pick = container.integer and index.kind == K.INT and not index.shape_derived \
+                and not isinstance(node.slice, ast.Tuple)
             return K.T_TENSOR.but(boolean=container.boolean, integer=container.integer, zero_dim=scalar_pick)
         if container.kind == K.SHAPE:
             if index.is_tensor:
@@ -1162,7 +1164,7 @@ class FunctionWalker:
         for part in (node.lower, node.upper, node.step):
             if part is not None:
                 ty = self.expr(part)
-                if ty.is_tensor:
+                if ty.is_tensor and ty.ref != RANDOM_VALUE:  # a random.* number is a graph input, not read
                     self.report("FL102", part, "Slice bound is a tensor: Dynamo reads its value")
                 elif ty.kind == K.NDARRAY:  # Dynamo traces arrays as tensors
                     self.report("FL104", part, "Slice bound is a NumPy value traced as a tensor: Dynamo reads it")

@@ -215,10 +215,16 @@ def _ref_join(kind: str, a, b):
     return None
 
 
+RANDOM_VALUE = "random value"  # the `ref` of a random.* number, a graph input to Dynamo (checker.binary)
+
+
 def join(a: Ty, b: Ty) -> Ty:
     """Type after control flow merges."""
     if a == b:
         return a
+    for drawn, other in ((a, b), (b, a)):  # `top = random.randint(...) if self.training else c`:
+        if drawn.ref == RANDOM_VALUE and other.kind in (INT, NUM):  # arithmetic on it breaks on that path
+            return drawn
     if a.kind == NONE:
         return b.but(optional=True)
     if b.kind == NONE:

@@ -3,6 +3,7 @@ the body uses them) and at a call site (the argument types, bound to the signatu
 from __future__ import annotations
 
 import ast
+import functools
 import re
 
 from . import kinds as K
@@ -123,6 +124,12 @@ def parameter_type(module: ModuleIndex, arg: ast.arg, default, guess_tensor: boo
     if isinstance(default, ast.Name) and (default.id in module.globals or default.id in module.functions):
         fallback = annotation_type(module, arg.annotation) if arg.annotation is not None else K.T_UNKNOWN
         return Ty(K.UNKNOWN, ref=K.GlobalDefault(default.id, fallback))
+    if isinstance(default, (ast.Tuple, ast.List)) and default.elts and all(
+            isinstance(e, ast.Name) and e.id in module.functions for e in default.elts):
+        # `callbacks=(_check_header,)`: the functions a call that passes none runs
+        functions = [Ty(K.FUNC, ref=module.functions[e.id]) for e in default.elts]
+        return Ty(K.SEQ, ref=functools.reduce(K.join, functions),
+                  items=tuple(functions) if isinstance(default, ast.Tuple) else None)
     if arg.annotation is not None:
         annotated = annotation_type(module, arg.annotation)
         if annotated.kind != K.UNKNOWN:

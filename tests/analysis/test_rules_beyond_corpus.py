@@ -511,3 +511,62 @@ def test_a_clock_reading_read_after_a_break_recompiles_where_its_value_is_needed
                  (39, "FL121"), (41, "FL121"), (41, "FL302"), (43, "FL121"), (43, "FL302"), (44, "FL121"),
                  (48, "FL121"), (50, "FL130"),
                  (55, "FL121"), (57, "FL121"), (58, "FL130")]
+
+
+def test_round_26_fixes():
+    # Each as Dynamo 2.13 judged the round-26 fixtures (line in the comment).
+    # diffusion_policy:272: an offset drawn by random.randint on the training path only is still
+    # a random value after the branches merge; arithmetic on it breaks (GB0213), and as a slice
+    # bound it is a graph input, not a tensor read.
+    assert findings('''\
+        import random
+        import torch
+        from torch import nn
+
+        class Crop(nn.Module):
+            def forward(self, x):
+                if self.training:
+                    top = random.randint(0, 4)
+                else:
+                    top = 2
+                return x[..., top:top + 8]
+        ''') == [(11, "FL124"), (11, "FL150")]
+    # distillation_nlp:478: math.sqrt of an array Dynamo traces as a tensor reads its value (GB0033).
+    assert findings('''\
+        import math
+        import numpy as np
+        import torch
+
+        @torch.compile
+        def rank_agreement(s):
+            a = s.detach().cpu().numpy()
+            return torch.as_tensor(math.sqrt((a ** 2).sum()))
+        ''') == [(8, "FL104")]
+    # export_table_structure:407: `callbacks=(_check_header,)` left at its default runs the function.
+    assert findings('''\
+        import torch
+        from torch import nn
+
+        def _check(table):
+            if not table["header"].any():
+                pass
+
+        class Decoder(nn.Module):
+            def __init__(self, callbacks=(_check,)):
+                super().__init__()
+                self.callbacks = list(callbacks)
+
+            def forward(self, x):
+                for cb in self.callbacks:
+                    cb({"header": x > 0})
+                return x
+        ''') == [(5, "FL101"), (15, "FL150")]
+    # export_table_structure:298: `labels[i]` with `i` counting over a size picks a row, not a 0-d index.
+    assert findings('''\
+        import torch
+
+        @torch.compile
+        def pick(probs, thresholds):
+            scores, labels = probs.max(-1)
+            return [scores[i] >= thresholds[labels[i]] for i in range(probs.shape[0])]
+        ''') == [(6, "FL301")]  # the comprehension over a size is unrolled (see above), nothing breaks
