@@ -506,7 +506,6 @@ class FunctionWalker:
             if self.mode == COMPILE and not self.dead and (isinstance(value.ref, K.WallClock) or isinstance(
                     source, ast.Call) and not source.args and self.dotted(source.func) in CLOCK_CALLS):
                 self.clocks[target.id] = self.break_count  # the clock call's own break is counted already
-            source = getattr(statement, "value", None)
             made_here = isinstance(source, (ast.Call, ast.Name)) and self.made_here(source, value)
             (self.local_objects.add if made_here else self.local_objects.discard)(target.id)
             if target.id in self.globals_declared and value.kind in (K.INT, K.NUM, K.BOOL, K.DATA, K.UNKNOWN):

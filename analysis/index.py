@@ -567,7 +567,7 @@ def _find_root_calls(index: ModuleIndex, block: Block, statement: ast.stmt) -> N
             if function is not None:
                 index.roots.append(Root(mode, function, passed=passed))
             else:
-                _add_module_root(index, name, None, dict, mode, passed)
+                _add_module_root(index, name, None, None, mode, passed)
 
 
 def _example_count(call: ast.Call) -> int | None:
@@ -582,8 +582,8 @@ def _example_count(call: ast.Call) -> int | None:
     return 1 if isinstance(example, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)) else None
 
 
-def _add_module_root(index: ModuleIndex, class_name: str, construction: ast.Call | None, bound_once: Callable,
-                     mode: str, passed: int | None = None) -> None:
+def _add_module_root(index: ModuleIndex, class_name: str, construction: ast.Call | None,
+                     bound_once: Callable | None, mode: str, passed: int | None = None) -> None:
     """The forward of `class_name`; `self` is the instance `construction` builds, when known."""
     cls = index.resolve_class(class_name)
     if cls is not None:

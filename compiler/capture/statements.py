@@ -74,18 +74,24 @@ class StatementMixin:
 
     def s_for(self, stmt, frame, nested):
         call = stmt.iter
-        if type(call) is ast.Call and _is_generator_function(func := self.ev(call.func, frame)):
-            args, kwargs = self.call_args(call, frame)
-            generator = self.prepare_inline(func, args, kwargs, call, generator=True)
-            if generator is not None:  # interleaved with the body, as Python runs it
-                self.depth += 1
-                self.cont.extend([GenLoop(frame, stmt), Call(frame, generator, "generator", call),
-                                  Block(generator, generator.info.body)])
-                return None
-            items = self.iterate(self.call(func, args, kwargs, call))
+        if type(call) is ast.Call:  # as ExprMixin._call evaluates it, unless a generator is called
+            try:
+                func = self.ev(call.func, frame)
+                args, kwargs = self.call_args(call, frame)
+                generator = self.prepare_inline(func, args, kwargs, call, generator=True) \
+                    if _is_generator_function(func) else None
+                if generator is not None:  # interleaved with the body, as Python runs it
+                    self.depth += 1
+                    self.cont.extend([GenLoop(frame, stmt), Call(frame, generator, "generator", call),
+                                      Block(generator, generator.info.body)])
+                    return None
+                iterable = self.call(func, args, kwargs, call)
+            except Break as b:
+                b.node = b.node if b.node is not None else call
+                raise
         else:
-            items = self.iterate(self.ev(stmt.iter, frame))
-        self.cont.append(Loop(frame, stmt, items))
+            iterable = self.ev(stmt.iter, frame)
+        self.cont.append(Loop(frame, stmt, self.iterate(iterable)))
 
     def do_yield(self, frame, value):
         """A `yield` statement of an inlined generator: the loop over it runs its body once."""
