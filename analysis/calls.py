@@ -654,10 +654,7 @@ def _is_super_call(node: ast.expr) -> bool:
 def argument_type(walker, arg: ast.expr) -> Ty:
     """An argument's type; a bool written there, or a module-level bool constant nothing
     rebinds (Dynamo guards on it), keeps its value: the callee's `if flag:` folds."""
-    constant = arg
-    if isinstance(arg, ast.Name) and arg.id not in walker.env and arg.id not in walker.local_imports \
-            and arg.id not in walker.module.mutated_globals:
-        constant = walker.module.globals.get(arg.id)
+    constant = walker.module_constant(arg.id) if isinstance(arg, ast.Name) and arg.id not in walker.env else arg
     if isinstance(constant, ast.Constant) and isinstance(constant.value, bool):
         return K.bool_literal(constant.value)
     return walker.expr(arg)

@@ -779,9 +779,9 @@ class FunctionWalker:
                 return (ty.ref.value == constant) == isinstance(op, ast.Eq)  # `mode == "max"`, mode at its default
             if ty is not None and isinstance(op, (ast.Is, ast.IsNot)) and constant is None and ty.kind == K.NONE:
                 return isinstance(op, ast.Is)  # `self.early_exit is not None`, left at None
-        if isinstance(node, ast.Name) and node.id not in self.local_imports:
-            value = self.module.globals.get(node.id)
-            if isinstance(value, ast.Constant) and not self.module.mutated_globals & {node.id}:
+        if isinstance(node, ast.Name):
+            value = self.module_constant(node.id)
+            if value is not None:
                 return bool(value.value)  # Dynamo guards on the global and specializes the branch
         if isinstance(node, ast.Call) and len(node.args) == 2 and self.dotted(node.func) == "isinstance":
             return self.module_class_test(node.args[0], node.args[1])
@@ -794,6 +794,12 @@ class FunctionWalker:
             if name == "torch.jit.is_scripting":
                 return False
         return None
+
+    def module_constant(self, name: str) -> ast.Constant | None:
+        """The constant a module-level name is bound to, when no `global` statement rebinds it and
+        no local import shadows it."""
+        value = self.module.globals.get(name) if name not in self.local_imports else None
+        return value if isinstance(value, ast.Constant) and name not in self.module.mutated_globals else None
 
     def module_class_test(self, value: ast.expr, classes: ast.expr) -> bool | None:
         """`isinstance(self.rnn, nn.LSTM)` on a submodule whose class (or each of whose possible

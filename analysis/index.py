@@ -515,7 +515,7 @@ def _find_root_calls(index: ModuleIndex, block: Block, statement: ast.stmt) -> N
     `g = torch.compiler.disable(f)` anywhere in the block."""
     # Instances bound in the same scope: `model = Net(); opt = torch.compile(model)`: name →
     # (class name, the call that builds it).
-    instances: dict[str, tuple[str, ast.Call, Callable]] = {}
+    instances: dict[str, tuple[str, ast.Call]] = {}
     bound_once = functools.cache(lambda: _bound_once(statement) if isinstance(
         statement, (ast.FunctionDef, ast.AsyncFunctionDef)) else {})
     calls = []  # one walk: big functions mention `compile(` too (torch/_dynamo/convert_frame.py)
@@ -527,7 +527,7 @@ def _find_root_calls(index: ModuleIndex, block: Block, statement: ast.stmt) -> N
             call = _module_itself(node.value)
             callee = index.dotted(call.func)
             if callee and (callee in index.classes or index.resolve_class(callee)):
-                instances[node.targets[0].id] = (callee, call, bound_once)
+                instances[node.targets[0].id] = (callee, call)
     for node in calls:
         callee = index.dotted(node.func)
         if callee in DISABLE_CALLS and node.args:
@@ -544,7 +544,7 @@ def _find_root_calls(index: ModuleIndex, block: Block, statement: ast.stmt) -> N
             mode = COMPILE
         if mode is None and isinstance(node.func, ast.Attribute) and node.func.attr == "compile" \
                 and not node.args and isinstance(node.func.value, ast.Name) and node.func.value.id in instances:
-            _add_module_root(index, *instances[node.func.value.id], COMPILE)
+            _add_module_root(index, *instances[node.func.value.id], bound_once, COMPILE)
             continue
         if mode is None or not node.args:
             continue
@@ -559,9 +559,9 @@ def _find_root_calls(index: ModuleIndex, block: Block, statement: ast.stmt) -> N
         if name is None:
             continue
         if isinstance(subject, ast.Name) and subject.id in instances:
-            _add_module_root(index, *instances[subject.id], mode, passed)
+            _add_module_root(index, *instances[subject.id], bound_once, mode, passed)
         elif name.endswith(".forward") and name.rsplit(".", 1)[0].split(".")[-1] in instances:
-            _add_module_root(index, *instances[name.rsplit(".", 1)[0].split(".")[-1]], mode, passed)
+            _add_module_root(index, *instances[name.rsplit(".", 1)[0].split(".")[-1]], bound_once, mode, passed)
         else:
             function = index.resolve_function(name)
             if function is not None:

@@ -95,8 +95,9 @@ class StatementMixin:
 
     def do_yield(self, frame, value):
         """A `yield` statement of an inlined generator: the loop over it runs its body once."""
-        call = next(e for e in reversed(self.cont) if type(e) is Call and e.callee is frame)
-        loop = self.cont[self.cont.index(call) - 1]
+        cont = self.cont
+        at = next(i for i in range(len(cont) - 1, -1, -1) if type(cont[i]) is Call and cont[i].callee is frame)
+        loop = cont[at - 1]  # the GenLoop below the generator's Call
         try:
             self.assign_target(loop.node.target, value, loop.frame)
         except Break:
