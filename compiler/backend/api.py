@@ -7,6 +7,7 @@ compile never fails a user's program; `FUSELENS_STRICT=1` turns such fallbacks i
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import time
 from dataclasses import dataclass, field
@@ -201,8 +202,10 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, *, device_backend: s
     return compiled
 
 
+@functools.cache
 def decompositions():
-    """core-aten decompositions plus the composite ops FuseLens prefers to see as primitives."""
+    """core-aten decompositions plus the composite ops FuseLens prefers to see as primitives.
+    Built once (60 ms) and shared: callers must not modify it."""
     from torch._decomp import core_aten_decompositions, get_decompositions
     aten = torch.ops.aten
     table = dict(core_aten_decompositions())
