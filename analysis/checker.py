@@ -752,6 +752,12 @@ class FunctionWalker:
         self.env[node.name] = K.T_OBJ
 
     # --- tests (truthiness) ----------------------------------------------------------------------
+    @staticmethod
+    def _submodule(owner: Ty, attr: Ty) -> Ty:
+        """`model.eval()` puts every submodule in eval mode too."""
+        training = next((ty.ref for name, ty in owner.attrs or () if name == "training"), None)
+        return K.in_mode(attr, training) if training is not None and isinstance(attr.ref, ClassInfo) else attr
+
     def static_truth(self, node: ast.expr) -> bool | None:
         """Conditions that are constants while Dynamo (or the tracer) runs the code."""
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
@@ -759,13 +765,17 @@ class FunctionWalker:
             return None if inner is None else not inner
         if isinstance(node, ast.BoolOp):  # `if warning and align_corners:` with warning=False
             decisive = isinstance(node.op, ast.Or)  # the value that settles it: True for `or`
+            unsettled = False
             for value in node.values:  # in evaluation order: a run-time operand before it is traced
                 truth = self.static_truth(value)
                 if truth is None:
-                    return None
+                    if not self._python_flag(value):
+                        return None
+                    unsettled = True  # `self.aux_loss and self.training`: a flag, then eval mode
+                    continue
                 if truth == decisive:
                     return decisive
-            return not decisive
+            return None if unsettled else not decisive
         if isinstance(node, (ast.Name, ast.Attribute)):
             ty = self.settled_value(node)  # `if verbose:` / `if self.verbose:` left at False
             if ty is not None and ty.kind == K.BOOL and isinstance(ty.ref, bool):
@@ -794,6 +804,16 @@ class FunctionWalker:
             if name == "torch.jit.is_scripting":
                 return False
         return None
+
+    def _python_flag(self, node: ast.expr) -> bool:
+        """A name or attribute holding a Python bool (evaluating it decides nothing by itself)."""
+        if not isinstance(node, (ast.Name, ast.Attribute)):
+            return False
+        self.quiet += 1
+        try:
+            return self.expr(node).kind == K.BOOL
+        finally:
+            self.quiet -= 1
 
     def module_constant(self, name: str) -> ast.Constant | None:
         """The constant a module-level name is bound to, when no `global` statement rebinds it and
@@ -1074,17 +1094,17 @@ class FunctionWalker:
         return K.T_UNKNOWN
 
     def module_attribute(self, owner: Ty, attr: str) -> Ty:
-        if attr == "training":
-            return K.T_BOOL
         cls = owner.ref
         for name, ty in owner.attrs or ():
             if name == attr:
-                return ty
+                return self._submodule(owner, ty)
+        if attr == "training":
+            return K.T_BOOL
         if isinstance(cls, ClassInfo):
             attrs, reads = self.analysis.class_attributes(cls)
             self.result.reads.extend(reads)
             if attr in attrs:
-                return attrs[attr]
+                return self._submodule(owner, attrs[attr])
             method = cls.lookup_method(attr)
             if method is not None:
                 return Ty(K.FUNC, ref=K.Bound(method, owner))

@@ -154,8 +154,10 @@ class Root:
     # call of the compiled function that does (`evaluate(x, callbacks=[log])`): (path of its
     # module, the call, ((name, value), ...)); `self` is that instance, or the parameters are those
     # arguments. The pairs are what the enclosing function bound the call's plain-name arguments
-    # to (`det_cfg, rec_cfg = DetConfig(), EDGE_REC_CFG`), where it binds them once.
-    site: "tuple[str, ast.Call, tuple] | None" = None
+    # to (`det_cfg, rec_cfg = DetConfig(), EDGE_REC_CFG`), where it binds them once. For a
+    # trace/export root, a fourth part: ((name, training), ...) for modules the enclosing function
+    # put in eval or training mode (`model.eval()`); the name "" is the traced instance itself.
+    site: "tuple | None" = None
 
 
 @dataclass(eq=False)
@@ -504,10 +506,49 @@ def header_decorators(header: str) -> list[ast.expr] | None:
 _SELF_RETURNING = {"eval", "train", "to", "cpu", "cuda", "float", "half", "double", "bfloat16", "requires_grad_"}
 
 
-def _module_itself(node: ast.expr) -> ast.expr:
+def module_itself(node: ast.expr) -> ast.expr:
     while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _SELF_RETURNING:
         node = node.func.value
     return node
+
+
+def training_set(call: ast.expr) -> bool | None:
+    """The mode `X.eval()` / `X.train(flag)` leaves a module in (None for other expressions)."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+        return None
+    if call.func.attr == "eval" and not call.args:
+        return False
+    if call.func.attr == "train":
+        flag = call.args[0] if call.args else ast.Constant(True)
+        return flag.value if isinstance(flag, ast.Constant) and isinstance(flag.value, bool) else None
+    return None
+
+
+def chain_training(node: ast.expr) -> bool | None:
+    """The mode a chain like `Net(cfg).train().eval().to(device)` leaves the module in: the last
+    eval/train call of it decides."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _SELF_RETURNING:
+        mode = training_set(node)
+        if mode is not None:
+            return mode
+        node = node.func.value
+    return None
+
+
+def _training_modes(function: ast.AST) -> dict[str, bool]:
+    """Locals `function` puts in one mode, as a statement (`model.eval()`) or when it builds them
+    (`model = Net().eval()`); a name set both ways is left out."""
+    modes: dict[str, set] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+            mode = training_set(node)
+            if mode is not None:
+                modes.setdefault(node.func.value.id, set()).add(mode)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            mode = chain_training(node.value)
+            if mode is not None:
+                modes.setdefault(node.targets[0].id, set()).add(mode)
+    return {name: values.pop() for name, values in modes.items() if len(values) == 1}
 
 
 def _find_root_calls(index: ModuleIndex, block: Block, statement: ast.stmt) -> None:
@@ -516,15 +557,16 @@ def _find_root_calls(index: ModuleIndex, block: Block, statement: ast.stmt) -> N
     # Instances bound in the same scope: `model = Net(); opt = torch.compile(model)`: name →
     # (class name, the call that builds it).
     instances: dict[str, tuple[str, ast.Call]] = {}
-    bound_once = functools.cache(lambda: _bound_once(statement) if isinstance(
-        statement, (ast.FunctionDef, ast.AsyncFunctionDef)) else {})
+    in_function = isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef))
+    bound_once = functools.cache(lambda: _bound_once(statement) if in_function else {})
+    training_modes = functools.cache(lambda: _training_modes(statement) if in_function else {})
     calls = []  # one walk: big functions mention `compile(` too (torch/_dynamo/convert_frame.py)
     for node in ast.walk(statement):
         if isinstance(node, ast.Call):
             calls.append(node)
-        elif isinstance(node, ast.Assign) and isinstance(_module_itself(node.value), ast.Call) \
+        elif isinstance(node, ast.Assign) and isinstance(module_itself(node.value), ast.Call) \
                 and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            call = _module_itself(node.value)
+            call = module_itself(node.value)
             callee = index.dotted(call.func)
             if callee and (callee in index.classes or index.resolve_class(callee)):
                 instances[node.targets[0].id] = (callee, call)
@@ -549,19 +591,22 @@ def _find_root_calls(index: ModuleIndex, block: Block, statement: ast.stmt) -> N
         if mode is None or not node.args:
             continue
         passed = _example_count(node) if mode != COMPILE else None
-        subject = _module_itself(node.args[0])
+        # a trace runs the module in the mode it is in then (compiled code recompiles when it changes)
+        modes = training_modes if mode != COMPILE else None
+        subject = module_itself(node.args[0])
         if isinstance(subject, ast.Call):
             class_name = index.dotted(subject.func)
             if class_name:
-                _add_module_root(index, class_name, subject, bound_once, mode, passed)
+                _add_module_root(index, class_name, subject, bound_once, mode, passed, modes,
+                                 chain_training(node.args[0]))
             continue
         name = index.dotted(subject)
         if name is None:
             continue
-        if isinstance(subject, ast.Name) and subject.id in instances:
-            _add_module_root(index, *instances[subject.id], bound_once, mode, passed)
-        elif name.endswith(".forward") and name.rsplit(".", 1)[0].split(".")[-1] in instances:
-            _add_module_root(index, *instances[name.rsplit(".", 1)[0].split(".")[-1]], bound_once, mode, passed)
+        owner = name.rsplit(".", 1)[0].split(".")[-1] if name.endswith(".forward") else name
+        if owner in instances:
+            _add_module_root(index, *instances[owner], bound_once, mode, passed, modes,
+                             modes and modes().get(owner))
         else:
             function = index.resolve_function(name)
             if function is not None:
@@ -583,8 +628,10 @@ def _example_count(call: ast.Call) -> int | None:
 
 
 def _add_module_root(index: ModuleIndex, class_name: str, construction: ast.Call | None,
-                     bound_once: Callable | None, mode: str, passed: int | None = None) -> None:
-    """The forward of `class_name`; `self` is the instance `construction` builds, when known."""
+                     bound_once: Callable | None, mode: str, passed: int | None = None,
+                     training_modes: Callable | None = None, training: bool | None = None) -> None:
+    """The forward of `class_name`; `self` is the instance `construction` builds, when known;
+    `training_modes` (trace/export roots) gives the modes the enclosing function set."""
     cls = index.resolve_class(class_name)
     if cls is not None:
         forward = cls.lookup_method("forward")
@@ -595,6 +642,10 @@ def _add_module_root(index: ModuleIndex, class_name: str, construction: ast.Call
                          if isinstance(arg, ast.Name)]
                 bound = bound_once() if names else {}
                 site = (index.path, construction, tuple((name, bound[name]) for name in names if name in bound))
+                if training_modes is not None:
+                    set_modes = training_modes() if names else {}
+                    site += (tuple([("", training)] if training is not None else [])
+                             + tuple((name, set_modes[name]) for name in names if name in set_modes),)
             index.roots.append(_module_root(mode, cls, forward, passed, site))
 
 

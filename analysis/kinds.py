@@ -145,6 +145,16 @@ def bool_literal(value: bool) -> Ty:
     return Ty(BOOL, ref=value)
 
 
+def in_mode(module: Ty, training: bool) -> Ty:
+    """A workspace module put in training or eval mode where it is traced: `self.training` in
+    its methods (and its submodules', see FunctionWalker.module_attribute) is that constant."""
+    if module.kind != MODULE:
+        return module
+    attrs = dict(module.attrs or ())
+    attrs["training"] = bool_literal(training)
+    return module.but(attrs=tuple(sorted(attrs.items())))
+
+
 def rank_only(*types: Ty) -> bool:
     """Every shape-derived value among `types` is a rank (and there is one)."""
     derived = [t for t in types if t.shape_derived]

@@ -21,7 +21,7 @@ from .attributes import class_attributes, instance_type
 from .calls import CONTAINER_MUTATORS, argument_type
 from .checker import CONTAINER_ANNOTATIONS, MAX_DEPTH, UNKNOWN_OUTCOME, FunctionWalker, constant_type, decorated
 from .findings import CallSite, Finding, Fix, Span
-from .index import COMPILE, SCRIPT, ClassInfo, FunctionInfo
+from .index import COMPILE, SCRIPT, ClassInfo, FunctionInfo, chain_training, module_itself
 from .params import GAP, argument_names, bind_parameters, may_use, root_parameters
 
 
@@ -78,6 +78,9 @@ class Analysis:
         `function`'s module (quietly: the call runs eagerly) and its `__init__` walked with them."""
         walker, args, kwargs = self._site_arguments(function, site, mode)
         instance = self.instance_type(walker, cls, args, kwargs, always=True)
+        training = dict(site[2]).get("") if len(site) > 2 else None
+        if training is not None:
+            instance = K.in_mode(instance, training)
         for read, _text in walker.result.reads:  # an edit to an `__init__` read redoes the root
             self.deps[id(read)] = (read, read.block)
         return instance
@@ -94,17 +97,23 @@ class Analysis:
         module (or as what the enclosing function bound them to), quietly (the call itself runs
         eagerly)."""
         call, bound = site[0], dict(site[1])
+        modes = dict(site[2]) if len(site) > 2 else {}
         walker = FunctionWalker(self, function, mode, (), (), 0)
         walker.quiet += 1
 
         def argument(node: ast.expr) -> K.Ty:  # a function called there would be walked: unknown
+            training = modes.get(node.id) if isinstance(node, ast.Name) else None
             if isinstance(node, ast.Name) and node.id in bound:
                 node = bound[node.id]
+            if len(site) > 2:  # a trace root: `model = Net(cfg).eval()` is a Net in eval mode
+                training = chain_training(node) if training is None else training
+                node = module_itself(node)
             for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
                 callee = walker.dotted(call.func) or ""
                 if callee != "functools.partial" and function.module.resolve_class(callee) is None:
                     return K.T_UNKNOWN
-            return argument_type(walker, node)
+            ty = argument_type(walker, node)
+            return K.in_mode(ty, training) if training is not None else ty
 
         args = [argument(arg) for arg in call.args if not isinstance(arg, ast.Starred)]
         kwargs = {keyword.arg: argument(keyword.value) for keyword in call.keywords if keyword.arg}

@@ -242,7 +242,7 @@ class Workspace:
         for root in roots:
             owner = root.owner and (root.owner.module.path, root.owner.name)
             site = root.site and (root.site[0], root.site[1].lineno, root.site[1].col_offset,
-                                  tuple((name, ast.unparse(value)) for name, value in root.site[2]))
+                                  tuple((name, ast.unparse(value)) for name, value in root.site[2]), root.site[3:])
             key = (root.mode, root.function.module.path, root.function.qualname, owner, root.passed, site)
             result = self._results.get(key)
             if result is None or not self._valid(result):

@@ -14,7 +14,8 @@ import torch
 
 from .guards import GuardSet, constant_like
 from .program import builtin_shadowed
-from .values import Closure, Ext, TVar, VarSource
+from .frames import _runs_in_python
+from .values import UNBOUND, Closure, Ext, TVar, VarSource, is_unbound
 
 PURE_RULES = {"FL101", "FL102", "FL103", "FL104", "FL105", "FL110", "FL111", "FL112", "FL114", "FL143"}
 
@@ -210,7 +211,20 @@ class EmitMixin:
         text = self.render_stmt(node, frame)
         if result_var is not None:
             text = f"{frame.var(result_var)} = {text}"
-        unbound = sorted(frame.var(n) for n in reads if n not in frame.env)
+        exit_var = getattr(node, "fl_exit", None)
+        if exit_var is not None:  # it leaves through `break` (escapes.py)
+            body = "\n".join("    " + ln for ln in (text + "\nbreak").splitlines())
+            text = f"{frame.var(exit_var)} = None\nwhile True:\n{body}"
+        if _runs_in_python(node):  # its other paths may leave some of these unassigned
+            unbound = self.prog.const("__fl_unbound", UNBOUND)
+            text += "".join(f"\n{v} = locals().get({v!r}, {unbound})"
+                            for v in sorted(frame.var(n) for n in writes if n != exit_var))
+        left_unassigned = [n for n in reads if n in frame.env and is_unbound(frame.env[n])]
+        for n in left_unassigned:  # by an earlier statement run in Python: checked before it is deleted
+            self.guards_now().identity(frame.env[n].source, UNBOUND)
+        if left_unassigned:
+            self.emit_pending_guards()
+        unbound = sorted(frame.var(n) for n in reads if n not in frame.env or is_unbound(frame.env[n]))
         if unbound:  # reading them raises UnboundLocalError, as in the original function
             stale = [v for v in unbound if v in self.prog.rt]
             text = (f"del {', '.join(stale)}\n" if stale else "") + \

@@ -12,6 +12,7 @@ import inspect
 import linecache
 import types
 
+from .escapes import split_escaping
 from .values import Unsupported
 
 _FILE_TREES: dict = {}
@@ -104,6 +105,12 @@ def _state_context(stmt) -> bool:
     return True
 
 
+def _runs_in_python(stmt) -> bool:
+    """Statements the interpreter hands to Python whole (see escapes.py)."""
+    return isinstance(stmt, (ast.Try, ast.Match, getattr(ast, "TryStar", ast.Try))) or \
+        isinstance(stmt, ast.With) and not _state_context(stmt)
+
+
 def _walk_no_scopes(node):
     """ast.walk that does not enter nested functions, lambdas or classes."""
     todo = [node]
@@ -140,7 +147,8 @@ class FuncInfo:
         self.body = [ast.Return(value=node.body, lineno=node.lineno, col_offset=node.col_offset,
                                 end_lineno=node.end_lineno, end_col_offset=node.end_col_offset)] \
             if self.is_lambda else node.body
-        self.locals = set(code.co_varnames) | set(code.co_cellvars)
+        self.body, exits = split_escaping(self.body, _runs_in_python, _escapes)
+        self.locals = set(code.co_varnames) | set(code.co_cellvars) | exits
         self.freevars = list(code.co_freevars)
         self.cellvars = set(code.co_cellvars)
         self.argnames = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
@@ -163,8 +171,7 @@ class FuncInfo:
                 raise Unsupported(f"{self.qualname} uses `{type(stmt).__name__.lower()}`")
             if isinstance(stmt, (ast.YieldFrom, ast.Await)) or type(stmt) is ast.Yield and id(stmt) not in yield_statements:
                 raise Unsupported(f"{self.qualname} uses `yield from`, `await`, or `yield` inside an expression")
-            if isinstance(stmt, (ast.Try, ast.With, ast.Match, getattr(ast, "TryStar", ast.Try))) \
-                    and not _state_context(stmt) and _escapes([stmt]):
+            if _runs_in_python(stmt) and not hasattr(stmt, "fl_exit") and _escapes([stmt]):
                 raise Unsupported(f"{self.qualname}: return/break/continue inside "
                                   f"`{type(stmt).__name__.lower()}` at line {stmt.lineno}")
 
@@ -224,7 +231,7 @@ def closure_info(c) -> FuncInfo:
     info.body = [ast.Return(value=node.body, lineno=node.lineno, col_offset=node.col_offset,
                             end_lineno=node.end_lineno, end_col_offset=node.end_col_offset)] \
         if info.is_lambda else node.body
-    assigned = set()
+    info.body, assigned = split_escaping(info.body, _runs_in_python, _escapes)
     for stmt in info.body:
         for n in _walk_no_scopes(stmt):
             if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):

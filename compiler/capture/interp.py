@@ -16,7 +16,7 @@ import torch
 from .guards import constant_like
 from .objects import ObjectMixin, is_library_module
 from .values import (BINOPS, CMPOPS, UNARYOPS, Break, CellSource, Closure, Ext, GlobalSource, ItemSource, TVar,
-                     is_dyn)
+                     is_dyn, is_unbound)
 
 class Scope:
     """Comprehension scope: its own targets, everything else from the enclosing frame."""
@@ -104,7 +104,7 @@ class ExprMixin(ObjectMixin):
         while True:
             info = frame.info
             if name in info.locals:
-                if name in frame.env:
+                if name in frame.env and not is_unbound(frame.env[name]):
                     return frame.env[name]
                 raise UnboundLocalError(f"local variable {name!r} referenced before assignment")
             if frame.closure is None:

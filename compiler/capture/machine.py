@@ -14,7 +14,7 @@ from .guards import GuardSet, constant_like
 from .hoist import SwitchesGradMode, hoisted
 from .interp import ExprMixin
 from .program import Program, Raised
-from .statements import _STMTS, StatementMixin, _escapes_loop
+from .statements import _STMTS, StatementMixin, _EndProbe, _escapes_loop
 from .stores import StoreMixin
 from .tensors import Tracer
 from .values import ArgSource, Break, Closure, Ext, TVar, VarSource
@@ -304,10 +304,12 @@ class Capture(ExprMixin, CallMixin, StatementMixin, ControlMixin, EmitMixin, Sto
                     b.node = b.node if b.node is not None and b.info is None else stmt
                     b.info = frame.info
                 raise
-            except (CaptureError, Raised):
+            except (CaptureError, Raised, _EndProbe):
                 raise
             except Exception as e:  # noqa: BLE001 - Python raises here; the outer statement runs in Python
-                raise Break(f"raises {type(e).__name__}", None, stmt) from None
+                b = Break(f"raises {type(e).__name__}", None, stmt)
+                b.info = frame.info  # callers report it at their own statement when this is library code
+                raise b from None
         tx = self.begin(frame)
         self.tx = tx
         try:
@@ -383,7 +385,7 @@ class Capture(ExprMixin, CallMixin, StatementMixin, ControlMixin, EmitMixin, Sto
             return None
         if t is ast.While:
             raise CaptureError("while header broke outside a loop head")
-        if t is ast.With and _escapes_loop(stmt):
+        if t is ast.With and _escapes_loop(stmt) and not hasattr(stmt, "fl_exit"):
             raise CaptureError(f"line {stmt.lineno}: a statement that must run in Python contains "
                                "break/continue/return")
         self.fallback(stmt, frame, b)

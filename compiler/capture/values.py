@@ -36,6 +36,22 @@ class Unsupported(Exception):
     """The whole function cannot be captured (route it through torch.compile instead)."""
 
 
+class _Unbound:
+    """What a local holds after a statement run in Python left it unassigned (an `except` path of
+    a `try` that assigns it in its body): guards read it without raising, and a resumed capture
+    drops it (reading it raises UnboundLocalError there, as in the original function)."""
+
+    def __repr__(self):
+        return "<unbound local>"
+
+
+UNBOUND = _Unbound()
+
+
+def is_unbound(v) -> bool:
+    return type(v) is Ext and v.value is UNBOUND
+
+
 # --- sources: how a guard re-reads a value at run time -------------------------------------------
 
 class Source:

@@ -437,6 +437,62 @@ def test_a_traced_construction_reads_what_the_export_function_bound_its_argument
     assert (21, "FL203") in traced("cfg = RecConfig() if fast else cfg")
 
 
+def test_a_trace_runs_the_module_in_the_mode_the_export_function_left_it_in():
+    # export_table_structure (round 26), checked with torch.jit.trace 2.13 on this very source:
+    # the model is traced in eval mode (`.eval()` where it is built, or as a statement), so the
+    # `if self.aux and self.training:` branch, whose tensor iteration would warn (FL203), is not
+    # run; a module traced as built (training mode) runs it. Eval mode reaches submodules too.
+    source = '''\
+        import torch
+        from torch import nn
+
+        class Head(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(4, 4)
+
+            def forward(self, x):
+                y = self.proj(x)
+                if self.training:
+                    return [r for r in y]
+                return y
+
+        class Net(nn.Module):
+            def __init__(self, aux: bool = True):
+                super().__init__()
+                self.head = Head()
+                self.aux = aux
+
+            def forward(self, x):
+                out = self.head(x)
+                if self.aux and self.training:
+                    return [o for o in out]
+                return out
+
+        class Wrapper(nn.Module):
+            def __init__(self, model):
+                super().__init__()
+                self.model = model
+
+            def forward(self, x):
+                return self.model(x)
+
+        def export(x):
+            {build}
+        '''
+    def traced(build: str) -> list[tuple[int, str]]:
+        code = textwrap.dedent(source).replace("{build}", build)
+        assert "def export(x):" in code and compile(code, "<export>", "exec")
+        return [f for f in findings(code) if f[1].startswith("FL2")]
+
+    assert traced("model = Net().eval()\n    return torch.jit.trace(Wrapper(model), (x,))") == []
+    assert traced("net = Net()\n    net.eval()\n    return torch.jit.trace(net, (x,))") == []
+    assert traced("return torch.jit.trace(Net().train(False), (x,))") == []
+    assert traced("return torch.jit.trace(Net(), (x,))") == [(12, "FL203"), (24, "FL203")]
+    # set both ways in the function: the mode at the trace is not known, both branches count
+    assert (24, "FL203") in traced("net = Net().eval()\n    net.train()\n    return torch.jit.trace(net, (x,))")
+
+
 def test_a_clock_reading_read_after_a_break_recompiles_where_its_value_is_needed():
     # Probed on 2.13 with this very source (adaptive_token_vit:449 and open_vocab_detection:451
     # of round 25 were the first): `start` read as a local of a resumed part is specialized when
