@@ -752,12 +752,6 @@ class FunctionWalker:
         self.env[node.name] = K.T_OBJ
 
     # --- tests (truthiness) ----------------------------------------------------------------------
-    @staticmethod
-    def _submodule(owner: Ty, attr: Ty) -> Ty:
-        """`model.eval()` puts every submodule in eval mode too."""
-        training = next((ty.ref for name, ty in owner.attrs or () if name == "training"), None)
-        return K.in_mode(attr, training) if training is not None and isinstance(attr.ref, ClassInfo) else attr
-
     def static_truth(self, node: ast.expr) -> bool | None:
         """Conditions that are constants while Dynamo (or the tracer) runs the code."""
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
@@ -1092,6 +1086,12 @@ class FunctionWalker:
                 return Ty(K.FUNC, ref=function)
             return Ty(K.OBJ, ref=dotted)
         return K.T_UNKNOWN
+
+    @staticmethod
+    def _submodule(owner: Ty, attr: Ty) -> Ty:
+        """`model.eval()` puts every submodule in eval mode too."""
+        training = next((ty.ref for name, ty in owner.attrs or () if name == "training"), None)
+        return K.in_mode(attr, training) if training is not None and isinstance(attr.ref, ClassInfo) else attr
 
     def module_attribute(self, owner: Ty, attr: str) -> Ty:
         cls = owner.ref

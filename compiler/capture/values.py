@@ -38,8 +38,8 @@ class Unsupported(Exception):
 
 class _Unbound:
     """What a local holds after a statement run in Python left it unassigned (an `except` path of
-    a `try` that assigns it in its body): guards read it without raising, and a resumed capture
-    drops it (reading it raises UnboundLocalError there, as in the original function)."""
+    a `try` that assigns it in its body): guards and jumps read it without raising; the
+    interpreter's read of it raises UnboundLocalError, as the original function does."""
 
     def __repr__(self):
         return "<unbound local>"
