@@ -166,12 +166,13 @@ class FuncInfo:
                                   "coroutine, decorated, or uses global/nonlocal")
         walked = list(_walk_no_scopes(ast.Module(body=list(self.body), type_ignores=[])))
         yield_statements = {id(stmt.value) for stmt in walked if type(stmt) is ast.Expr and type(stmt.value) is ast.Yield}
+        split = {id(n) for stmt in walked if hasattr(stmt, "fl_exit") for n in ast.walk(stmt)}  # run in Python whole
         for stmt in walked:
             if isinstance(stmt, (ast.Global, ast.Nonlocal)):
                 raise Unsupported(f"{self.qualname} uses `{type(stmt).__name__.lower()}`")
             if isinstance(stmt, (ast.YieldFrom, ast.Await)) or type(stmt) is ast.Yield and id(stmt) not in yield_statements:
                 raise Unsupported(f"{self.qualname} uses `yield from`, `await`, or `yield` inside an expression")
-            if _runs_in_python(stmt) and not hasattr(stmt, "fl_exit") and _escapes([stmt]):
+            if _runs_in_python(stmt) and id(stmt) not in split and _escapes([stmt]):
                 raise Unsupported(f"{self.qualname}: return/break/continue inside "
                                   f"`{type(stmt).__name__.lower()}` at line {stmt.lineno}")
 

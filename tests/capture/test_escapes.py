@@ -86,6 +86,22 @@ def match_returns(x, mode):
     return y + 1
 
 
+def nested_tries(x, items):
+    out = x
+    for it in items:
+        try:
+            try:
+                v = float(it)
+            except ValueError:
+                continue  # leaves both statements: the outer one's finally still runs
+            if v < 0:
+                return out - 1
+        finally:
+            out = out + 1
+        out = out * v
+    return out
+
+
 def read_when_unassigned(x, table):
     try:
         scale = table["scale"]
@@ -104,6 +120,7 @@ CASES = [
     (break_or_return_inside, [((X, ["a", "stop", "b"]), {}), ((X, ["a", "sum"]), {}), ((X, ["skip", "a"]), {}),
                               ((X, ["a", "stop", "b"]), {})]),
     (match_returns, [((X, "double"), {}), ((X, "other"), {}), ((X, "double"), {})]),
+    (nested_tries, [((X, ["1", "x", "2"]), {}), ((X, ["-1"]), {}), ((X, ["a", "b"]), {}), ((X, ["3", "-2"]), {})]),
 ]
 
 
@@ -122,8 +139,9 @@ def test_a_context_manager_exits_before_the_return():
 
 @pytest.mark.parametrize("fn,args", [(lookup_or_return, (X, {"scale": 3.0})),
                                      (parse_or_continue, (X, ["1", "a"])),
+                                     (nested_tries, (X, ["1", "a"])),
                                      (match_returns, (X, "other"))],
-                         ids=["return", "continue", "match"])
+                         ids=["return", "continue", "nested", "match"])
 def test_captured_not_handed_to_torch_compile(fn, args):
     report = explain(fn)(*args)
     assert report.path == "fuselens", report.path_reason
