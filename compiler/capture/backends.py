@@ -197,7 +197,6 @@ def _rnn_layers_keep_workspace(gm):
 
 
 @functools.lru_cache(maxsize=None)
-@functools.cache
 def _fuselens_decompositions():
     from ..backend import decompositions
     table = without_random(decompositions())

@@ -28,18 +28,17 @@ import copy
 import itertools
 
 _counter = itertools.count()
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
-def split_escaping(body: list, runs_in_python, escapes) -> tuple[list, set]:
-    """`body` with each statement that `runs_in_python` and `escapes` split as above (copies: the
-    file's AST is shared); returns (new body, the exit variables it introduced)."""
+def split_escaping(body: list, splits) -> tuple[list, set]:
+    """`body` with each statement that `splits` split as above (copies: the file's AST is
+    shared); returns (new body, the exit variables it introduced)."""
     names: set = set()
 
     def block(stmts):
         out, changed = [], False
         for stmt in stmts:
-            if runs_in_python(stmt) and escapes([stmt]) and not _suspends(stmt):
+            if splits(stmt):
                 out.extend(_split(stmt, names))
                 changed = True
                 continue
@@ -66,18 +65,6 @@ def _descend(stmt, block):
     for field, value in fields.items():
         setattr(clone, field, value)
     return clone
-
-
-def _suspends(stmt) -> bool:
-    return any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in _walk(stmt))
-
-
-def _walk(node):
-    todo = [node]
-    while todo:
-        n = todo.pop()
-        yield n
-        todo.extend(c for c in ast.iter_child_nodes(n) if not isinstance(c, _SCOPES))
 
 
 def _split(stmt, names: set) -> list:

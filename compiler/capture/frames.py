@@ -111,6 +111,13 @@ def _runs_in_python(stmt) -> bool:
         isinstance(stmt, ast.With) and not _state_context(stmt)
 
 
+def _splits(stmt) -> bool:
+    """Run in Python whole, and leaving by return/break/continue (not by yield/await): split by
+    escapes.py."""
+    return _runs_in_python(stmt) and _escapes([stmt]) and not any(
+        isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in _walk_no_scopes(stmt))
+
+
 def _walk_no_scopes(node):
     """ast.walk that does not enter nested functions, lambdas or classes."""
     todo = [node]
@@ -147,7 +154,7 @@ class FuncInfo:
         self.body = [ast.Return(value=node.body, lineno=node.lineno, col_offset=node.col_offset,
                                 end_lineno=node.end_lineno, end_col_offset=node.end_col_offset)] \
             if self.is_lambda else node.body
-        self.body, exits = split_escaping(self.body, _runs_in_python, _escapes)
+        self.body, exits = split_escaping(self.body, _splits)
         self.locals = set(code.co_varnames) | set(code.co_cellvars) | exits
         self.freevars = list(code.co_freevars)
         self.cellvars = set(code.co_cellvars)
@@ -232,7 +239,7 @@ def closure_info(c) -> FuncInfo:
     info.body = [ast.Return(value=node.body, lineno=node.lineno, col_offset=node.col_offset,
                             end_lineno=node.end_lineno, end_col_offset=node.end_col_offset)] \
         if info.is_lambda else node.body
-    info.body, assigned = split_escaping(info.body, _runs_in_python, _escapes)
+    info.body, assigned = split_escaping(info.body, _splits)
     for stmt in info.body:
         for n in _walk_no_scopes(stmt):
             if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):

@@ -103,10 +103,8 @@ def denial(func):
 
 
 @functools.lru_cache(maxsize=None)
-@functools.cache
 def decomposition_table():
-    """Core-aten decompositions, except random ops: they keep eager's exact use of the RNG.
-    Built once and shared: callers must not modify it."""
+    """Core-aten decompositions, except random ops: they keep eager's exact use of the RNG."""
     from torch._decomp import core_aten_decompositions
     return without_random(core_aten_decompositions())
 
