@@ -102,11 +102,15 @@ class Analysis:
         walker.quiet += 1
 
         def argument(node: ast.expr) -> K.Ty:  # a function called there would be walked: unknown
-            training = modes.get(node.id) if isinstance(node, ast.Name) else None
-            if isinstance(node, ast.Name) and node.id in bound:
-                node = bound[node.id]
-            if len(site) > 2:  # a trace root: `model = Net(cfg).eval()` is a Net in eval mode
-                training = chain_training(node) if training is None else training
+            # a trace root: `Wrapper(Net(cfg).eval())`, or a name the function put in one mode
+            # (index._training_modes has `model = Net(cfg).eval()` and `model.eval()` both)
+            training = None
+            if isinstance(node, ast.Name):
+                training = modes.get(node.id)
+                node = bound.get(node.id, node)
+            elif len(site) > 2:
+                training = chain_training(node)
+            if len(site) > 2:
                 node = module_itself(node)
             for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
                 callee = walker.dotted(call.func) or ""

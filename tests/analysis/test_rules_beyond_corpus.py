@@ -491,6 +491,8 @@ def test_a_trace_runs_the_module_in_the_mode_the_export_function_left_it_in():
     assert traced("return torch.jit.trace(Net(), (x,))") == [(12, "FL203"), (24, "FL203")]
     # set both ways in the function: the mode at the trace is not known, both branches count
     assert (24, "FL203") in traced("net = Net().eval()\n    net.train()\n    return torch.jit.trace(net, (x,))")
+    assert (24, "FL203") in traced("model = Net().eval()\n    model.train()\n    return torch.jit.trace(Wrapper(model), (x,))")
+    assert traced("return torch.jit.trace(Wrapper(Net().eval()), (x,))") == []
 
 
 def test_a_clock_reading_read_after_a_break_recompiles_where_its_value_is_needed():
