@@ -80,8 +80,7 @@ class TritonPrinter(ExprPrinter):
         one = "1.0" if t.is_floating_point else "1"
         unary = {
             "neg": f"(-{a[0]})", "not": f"({a[0]} == 0)", "bitnot": f"(~{a[0]})", "isnan": f"({a[0]} != {a[0]})",
-            "reciprocal": f"({one} / {a[0]})", "tanh": f"(2.0 * tl.sigmoid(2.0 * {a[0]}) - 1.0)",
-            "log1p": f"tl.log(1.0 + {a[0]})", "expm1": f"(tl.exp({a[0]}) - 1.0)",
+            "reciprocal": f"({one} / {a[0]})", "tanh": _tanh(a[0]), "log1p": _log1p(a[0]), "expm1": _expm1(a[0]),
             "trunc": f"tl.where({a[0]} < 0, tl.ceil({a[0]}), tl.floor({a[0]}))",
             "sign": f"(({a[0]} > 0).to({TL[t]}) - ({a[0]} < 0).to({TL[t]}))",
         }
@@ -100,6 +99,27 @@ class TritonPrinter(ExprPrinter):
                 return f"({prod_})" if c > 0 else f"(1.0 / ({prod_}))"
             return f"tl.exp2({c!r} * tl.log2({a[0]}))"
         raise NotImplementedError(f"Triton codegen for {op}")
+
+
+# log(1 + x), exp(x) - 1 and 2 sigmoid(2x) - 1 lose every digit for tiny x (log1p(1e-8) would be 0,
+# which a later division turns into a large error): core `tl` has no log1p/expm1, so they are
+# corrected in the classic way. log1p: the rounding of u = 1 + x cancels in x / (u - 1) (Goldberg).
+# expm1: the same with u = exp(x) (Kahan). tanh of |x| as expm1(2|x|) / (expm1(2|x|) + 2), with |x|
+# clamped where tanh is 1 in float and the sign put back.
+def _log1p(x: str) -> str:
+    u = f"(1.0 + {x})"
+    return f"tl.where({u} == 1.0, {x}, tl.where({u} == INF, {u}, tl.log({u}) * ({x} / ({u} - 1.0))))"
+
+
+def _expm1(x: str) -> str:
+    u = f"tl.exp({x})"
+    return (f"tl.where({u} == 1.0, {x}, tl.where({u} - 1.0 == -1.0, -1.0, "
+            f"tl.where({u} == INF, {u}, ({u} - 1.0) * ({x} / tl.log({u})))))")
+
+
+def _tanh(x: str) -> str:
+    e = _expm1(f"(2.0 * tl.minimum(tl.abs({x}), 20.0, propagate_nan=tl.PropagateNan.ALL))")
+    return f"tl.where({x} < 0, -({e} / ({e} + 2.0)), {e} / ({e} + 2.0))"
 
 
 def _unflatten(lines, indent, flat, prefix, sizes):

@@ -1,8 +1,10 @@
 """What runs a region's aten graph: torch itself ('eager'), FuseLens' code generator ('fuselens'),
 or any `fn(gm, example_inputs) -> callable`.
 
-Regions whose inputs require grad (with grad mode on) run the aten graph through torch, which
-makes them differentiable op by op; explain() reports this per region.
+A region whose inputs require grad (with grad mode on) is differentiable: under 'eager' its
+torch-level calls replay and autograd records them; the back ends that take aten graphs get the
+forward and the backward graph of its joint graph (AOTAutograd), each compiled as a region is.
+explain() reports per region which way gradients flow.
 """
 from __future__ import annotations
 
@@ -62,8 +64,41 @@ class _AtenGraphBackend(Backend):
         run = _without_autocast(region, self.compile_aten(region.gm, example_inputs))
         return _same_sizes_only(run, region.tgm, example_inputs) if region.dynamic else run
 
+    def decompositions(self):
+        return _region_decompositions("core")
+
     def compile_aten(self, gm, example_inputs):
         raise NotImplementedError
+
+    def aot_decompositions(self):
+        """The table AOTAutograd decomposes a joint graph with."""
+        return self.decompositions()
+
+    def compile_autograd(self, region, example_inputs):
+        """Forward and backward compiled from the joint graph (AOTAutograd), as one
+        autograd.Function; if that fails, the torch-level calls replay."""
+        from torch._functorch.aot_autograd import aot_module_simplified, make_boxed_func
+
+        twice = region.create_graph_line or region.mutates_inputs and region.file_create_graph_line
+        if twice:  # (the replaying backward below works on copies of the inputs: not for one that mutates them)
+            run, _ = super().compile_autograd(region, example_inputs)
+            return run, (f"eager: create_graph=True at line {twice} may differentiate through it twice, "
+                         "which AOT-compiled backward graphs cannot")
+
+        def boxed(g, example):
+            return make_boxed_func(self.compile_aten(g, example))
+        try:  # traces the joint graph now, on fake copies of the inputs
+            fn = aot_module_simplified(_rnn_layers_keep_workspace(region.gm), list(example_inputs),
+                                       fw_compiler=boxed, bw_compiler=boxed, decompositions=self.aot_decompositions())
+            how = "compiled forward and backward (joint graph through AOTAutograd)"
+            if region.file_create_graph_line:
+                return _twice_differentiable(_without_autocast(region, fn), region.tgm), (
+                    f"{how}; create_graph=True at line {region.file_create_graph_line} of its file: a gradient "
+                    "asked to be differentiable replays the torch-level calls")
+            return _without_autocast(region, fn), how
+        except Exception as e:  # noqa: BLE001 - any failure: torch replays the calls, gradients exact
+            run, _ = super().compile_autograd(region, example_inputs)
+            return run, f"eager: AOTAutograd failed ({type(e).__name__}: {str(e)[:80]})"
 
 
 class AtenBackend(_AtenGraphBackend):
@@ -79,39 +114,15 @@ class FuseLensBackend(_AtenGraphBackend):
     name = "fuselens"
 
     def decompositions(self):
-        return _fuselens_decompositions()
+        return _region_decompositions("fuselens")
 
     def compile_aten(self, gm, example_inputs):
         from ..backend import compile_graph
         return compile_graph(gm, example_inputs)
 
-    def compile_autograd(self, region, example_inputs):
-        """Forward and backward compiled from the joint graph (AOTAutograd), as one
-        autograd.Function; if that fails, the torch-level calls replay."""
-        from torch._functorch.aot_autograd import aot_module_simplified, make_boxed_func
-
-        from ..backend import compile_graph, decompositions
-
-        twice = region.create_graph_line or region.mutates_inputs and region.file_create_graph_line
-        if twice:  # (the replaying backward below works on copies of the inputs: not for one that mutates them)
-            run, _ = super().compile_autograd(region, example_inputs)
-            return run, (f"eager: create_graph=True at line {twice} may differentiate through it twice, "
-                         "which AOT-compiled backward graphs cannot")
-
-        def boxed(g, example):
-            return make_boxed_func(compile_graph(g, example))
-        try:  # traces the joint graph now, on fake copies of the inputs
-            fn = aot_module_simplified(_rnn_layers_keep_workspace(region.gm), list(example_inputs),
-                                       fw_compiler=boxed, bw_compiler=boxed, decompositions=decompositions())
-            how = "compiled forward and backward (joint graph through AOTAutograd)"
-            if region.file_create_graph_line:
-                return _twice_differentiable(_without_autocast(region, fn), region.tgm), (
-                    f"{how}; create_graph=True at line {region.file_create_graph_line} of its file: a gradient "
-                    "asked to be differentiable replays the torch-level calls")
-            return _without_autocast(region, fn), how
-        except Exception as e:  # noqa: BLE001 - any failure: torch replays the calls, gradients exact
-            run, _ = super().compile_autograd(region, example_inputs)
-            return run, f"eager: AOTAutograd failed ({type(e).__name__}: {str(e)[:80]})"
+    def aot_decompositions(self):
+        from ..backend import decompositions
+        return decompositions()
 
 
 def _twice_differentiable(compiled, replay):
@@ -197,13 +208,18 @@ def _rnn_layers_keep_workspace(gm):
 
 
 @functools.lru_cache(maxsize=None)
-def _fuselens_decompositions():
-    from ..backend import decompositions
-    table = without_random(decompositions())
-    # detach stays in the region graph: decomposed to an alias, AOT autograd would differentiate
-    # through it (a detached output would require grad)
-    table.pop(torch.ops.aten.detach.default, None)
-    return table
+def _region_decompositions(table: str):
+    """What regions of the back ends that take aten graphs are recorded with: core aten or FuseLens'
+    lowering table, without random ops (they keep eager's use of the RNG). detach stays in the
+    graph: decomposed to an alias, AOT autograd would differentiate through it (a detached output
+    would require grad)."""
+    if table == "fuselens":
+        from ..backend import decompositions
+        chosen = without_random(decompositions())
+    else:
+        chosen = dict(decomposition_table())
+    chosen.pop(torch.ops.aten.detach.default, None)
+    return chosen
 
 
 class CallableBackend(_AtenGraphBackend):

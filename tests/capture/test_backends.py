@@ -147,10 +147,32 @@ def stop_gradient(x, w):
     return h.detach() * 2, (h * h).sum()
 
 
-def test_detached_region_outputs_do_not_require_grad():
+def _recording_backend(graphs):
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+    return backend
+
+
+@pytest.mark.parametrize("kind", ["fuselens", "custom"])
+def test_detached_region_outputs_do_not_require_grad(kind):
     x, w = torch.randn(8, 8), torch.randn(8, 8, requires_grad=True)
-    f = check(stop_gradient, [((x, w), {})], backend="fuselens")  # compares requires_grad too
+    backend = kind if kind == "fuselens" else _recording_backend([])
+    f = check(stop_gradient, [((x, w), {})], backend=backend)  # compares requires_grad too
     assert f._fuselens.variants()[0].regions[0].autograd.startswith("compiled forward and backward")
+
+
+def test_custom_backend_compiles_forward_and_backward_of_a_region_needing_grad():
+    """As torch.compile's aot_autograd does: the back end gets the joint graph's forward and then
+    its backward (which has the forward's saved values among its inputs), each to compile."""
+    graphs = []
+    x, w = torch.randn(8, 8, requires_grad=True), torch.randn(8, 8, requires_grad=True)
+    check(mlp_loss, [((x, w), {})], backend=_recording_backend(graphs))  # compares gradients too
+    forward, backward = graphs
+    ops = [{n.target for n in g.graph.nodes if n.op == "call_function"} for g in graphs]
+    assert torch.ops.aten.tanh.default in ops[0] and torch.ops.aten.tanh.default not in ops[1]
+    inputs = [n.name for n in backward.graph.nodes if n.op == "placeholder"]
+    assert any(name.startswith("tangents") for name in inputs) and len(inputs) > 1
 
 
 def test_custom_backend_sees_aten_graphs_with_source_lines():

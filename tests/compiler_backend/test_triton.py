@@ -24,3 +24,11 @@ def test_triton_matches_eager(name):
     fn, args = CASES[name]
     info = check(fn, *args, backend="triton")
     assert info.backend == "triton" and "@triton.jit" in info.source
+
+
+def test_log1p_expm1_tanh_keep_tiny_values_exact():
+    """Relative accuracy where the naive forms (log(1 + x), exp(x) - 1) round tiny x to 0, and at
+    the edges: -1, overflow, infinities and NaN."""
+    x = torch.tensor([1e-30, -3e-9, 2e-8, 1e-5, -0.3, 0.7, 3.0, -1.0, -25.0, 30.0, 100.0, float("inf"),
+                      float("-inf"), float("nan")], device=DEVICE)
+    check(lambda x: (x.log1p(), x.expm1(), x.tanh()), x, backend="triton", atol=0, rtol=2e-6)
