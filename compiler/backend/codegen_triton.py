@@ -212,12 +212,16 @@ class TritonKernelWriter:
 def _configs(kernel: Kernel, inplace: bool) -> list[tuple[int, int, int]]:
     """(XBLOCK, RBLOCK, num_warps) candidates for the autotuner."""
     reduction = any(isinstance(s, Reduce) for p in kernel.phases for s in p) or kernel.finals
-    if os.environ.get("TRITON_INTERPRET") == "1" or inplace:
-        return [(1, 64, 4)] if reduction else [(128, 1, 4)]
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        # The interpreter runs every program in Python (~2 ms each, whatever its block size): few
+        # large ones. Rows of reductions still come several to a tile, edges still masked.
+        return [(64, 256, 4)] if reduction else [(16384, 1, 4)]
     if not reduction:
-        return [(1024, 1, 4), (2048, 1, 8), (4096, 1, 8)]
-    rn = prod(kernel.rsizes)
-    return [(1, min(4096, 1 << max(rn - 1, 1).bit_length()), 8), (4, 512, 8), (8, 128, 4), (16, 64, 4)]
+        configs = [(1024, 1, 4), (2048, 1, 8), (4096, 1, 8)]
+    else:
+        rn = prod(kernel.rsizes)
+        configs = [(1, min(4096, 1 << max(rn - 1, 1).bit_length()), 8), (4, 512, 8), (8, 128, 4), (16, 64, 4)]
+    return configs[:1] if inplace else configs
 
 
 def render_module(segments: list[list[Kernel]], params: dict, buffers, origins: dict) -> str:

@@ -25,5 +25,8 @@ def cases(device):
         "rope_cat": (lambda x: torch.cat([-x[..., 3:], x[..., :3]], -1) * 0.5 + x, (torch.randn(2, 3, 6),)),
         "attention": (lambda q: torch.softmax(q @ q.transpose(-1, -2) / math.sqrt(4), -1) @ q, (torch.randn(2, 5, 4),)),
         "linear_gelu_inplace": (lambda x, w: F.gelu(x @ w) * 2, (X, torch.randn(33, 8))),
+        # larger than one interpreter block (16384 elements, 64 x 256 reduction tiles): several
+        # programs, ragged last tiles
+        "multi_program": (lambda x: (x.exp() * 2 + 1, x.sum(-1), x.amax(0)), (torch.randn(203, 301),)),
         "nan_max": (lambda x: x.amax(-1), (torch.tensor([[1.0, float("nan"), 3.0], [4.0, 5.0, 6.0]]),)),
     }.items()}
