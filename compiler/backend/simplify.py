@@ -36,6 +36,10 @@ def _fold(e: Expr):
         return vals[1] if vals[0] else vals[2]
     if e.op == "cast":
         return vals[0]
+    if e.op == "sign" and vals[0] == vals[0]:  # (NaN's sign is NaN: left to the kernel)
+        return (vals[0] > 0) - (vals[0] < 0)
+    if e.op in ("floor", "ceil", "trunc") and e.dtype.is_floating_point and math.isfinite(vals[0]):
+        return getattr(math, e.op)(vals[0])
     if e.op in ("sqrt", "exp", "log") and e.dtype.is_floating_point:
         try:
             return getattr(math, e.op)(vals[0])

@@ -6,6 +6,7 @@ import types
 
 import torch
 
+from .backends import Backend
 from .frames import Unsupported
 from .report import ExplainReport, build
 from .runtime import CompiledFunction
@@ -68,14 +69,12 @@ class TorchCompilePath:
 
 
 def _dynamo_backend(backend):
-    if backend in (None, "eager"):
-        return lambda gm, example_inputs: gm.forward
     if backend == "fuselens":
         from ..backend import fuselens_backend
         return fuselens_backend
-    if callable(backend):
-        return backend
-    raise ValueError(f"unknown backend {backend!r}")
+    if callable(backend) and not isinstance(backend, Backend):
+        return backend  # a torch.compile back end: it gets Dynamo's graph, as under torch.compile
+    return Backend.get(backend).dynamo_backend()
 
 
 class CompiledModule(torch.nn.Module):

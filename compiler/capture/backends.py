@@ -51,6 +51,10 @@ class Backend:
     def compile(self, region, example_inputs):
         return region.tgm
 
+    def dynamo_backend(self):
+        """The torch.compile back end for functions capture cannot take (they run through Dynamo)."""
+        return lambda gm, example_inputs: gm.forward
+
     def compile_autograd(self, region, example_inputs):
         """(callable, how gradients flow) for a region whose inputs require grad."""
         return region.tgm, "eager: the torch-level calls replay and autograd records them"
@@ -73,6 +77,11 @@ class _AtenGraphBackend(Backend):
     def aot_decompositions(self):
         """The table AOTAutograd decomposes a joint graph with."""
         return self.decompositions()
+
+    def dynamo_backend(self):
+        from torch._dynamo.backends.common import aot_autograd
+        return aot_autograd(fw_compiler=self.compile_aten, bw_compiler=self.compile_aten,
+                            decompositions=self.aot_decompositions())
 
     def compile_autograd(self, region, example_inputs):
         """Forward and backward compiled from the joint graph (AOTAutograd), as one

@@ -58,6 +58,10 @@ def same(a, b, path="out", atol=1e-5, rtol=1e-4):
             return f"{path}: {a.dtype}{list(a.shape)} vs {b.dtype}{list(b.shape)}"
         if a.requires_grad != b.requires_grad:
             return f"{path}: requires_grad {a.requires_grad} vs {b.requires_grad}"
+        if a.layout != b.layout:
+            return f"{path}: layout {a.layout} vs {b.layout}"
+        if a.layout != torch.strided:  # sparse: allclose/equal have no kernels for it
+            return same(a.detach().to_dense(), b.detach().to_dense(), path, atol, rtol)
         if a.is_floating_point() or a.is_complex():
             if not torch.allclose(a.detach(), b.detach(), atol=atol, rtol=rtol, equal_nan=True):
                 return f"{path}: values differ (max {(a.detach() - b.detach()).abs().max().item():.3g})"

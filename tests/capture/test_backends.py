@@ -194,3 +194,29 @@ def test_custom_backend_sees_aten_graphs_with_source_lines():
 def test_unknown_backend_name():
     with pytest.raises(ValueError):
         fl_compile(pointwise_and_reduce, backend="nope")
+
+
+STEPS = 0
+
+
+def counts_steps(x, w):
+    global STEPS  # capture does not take `global`: the function runs through Dynamo
+    STEPS += 1
+    return torch.tanh(x @ w).sum()
+
+
+@pytest.mark.parametrize("kind", ["aten", "instance"])
+def test_a_function_capture_cannot_take_runs_through_dynamo_on_any_backend(kind):
+    graphs = []
+
+    class Recording(backends.AtenBackend):
+        def compile_aten(self, gm, example_inputs):
+            graphs.append(gm)
+            return gm.forward
+    x, w = torch.randn(4, 4), torch.randn(4, 4, requires_grad=True)
+    f = check(counts_steps, [((x, w), {})], backend="aten" if kind == "aten" else Recording())
+    assert f._fuselens.graphs == 1
+    if kind == "instance":  # forward and backward, as aten graphs
+        assert len(graphs) == 2
+        assert all(n.target.namespace == "aten" for g in graphs for n in g.graph.nodes if n.op == "call_function"
+                   and hasattr(n.target, "namespace"))

@@ -19,6 +19,12 @@ def test_constant_folding():
     e = (const(2) * const(3) + const(1)) // const(2)
     assert fold_constants(e) == const(3)
     assert fold_constants(binary("lt", const(1.0), const(2.0))) == const(True)
+    # a constant left unfolded became a Python scalar in Triton source: `(0.0 > 0).to(...)`
+    assert fold_constants(unary("sign", const(0.0))) == const(0.0)
+    assert fold_constants(unary("sign", const(-2.5))) == const(-1.0)
+    assert fold_constants(unary("floor", const(-2.5))) == const(-3.0)
+    assert fold_constants(unary("trunc", const(-2.5))) == const(-2.0)
+    assert fold_constants(unary("sign", const(float("nan")))).op == "sign"
 
 
 def test_algebraic_identities():
