@@ -219,15 +219,24 @@ def _rnn_layers_keep_workspace(gm):
 @functools.lru_cache(maxsize=None)
 def _region_decompositions(table: str):
     """What regions of the back ends that take aten graphs are recorded with: core aten or FuseLens'
-    lowering table, without random ops (they keep eager's use of the RNG). detach stays in the
-    graph: decomposed to an alias, AOT autograd would differentiate through it (a detached output
-    would require grad)."""
+    lowering table, without random ops (they keep eager's use of the RNG). Some ops stay whole, or
+    AOTAutograd, which differentiates the region graph, refuses what eager allows:
+    - detach (decomposed to an alias, gradients would flow through it: a detached output would
+      require grad);
+    - in-place ops (`hardswish_` as `copy_(x, hardswish(x))` writes over the x its own backward saved);
+    - unsafe_split (lstm_cell updates its gates in place: as outputs of split_with_sizes, autograd
+      refuses; as slices, each write invalidates what the other gates saved)."""
     if table == "fuselens":
         from ..backend import decompositions
         chosen = without_random(decompositions())
     else:
         chosen = dict(decomposition_table())
-    chosen.pop(torch.ops.aten.detach.default, None)
+    whole = {torch.ops.aten.detach.default, torch.ops.aten.unsafe_split.Tensor,
+             torch.ops.aten.unsafe_split_with_sizes.default}
+    for op in list(chosen):
+        if op in whole or (isinstance(op, torch._ops.OpOverload) and op.overloadpacket.__name__.endswith("_")
+                           and op._schema.is_mutable):
+            del chosen[op]
     return chosen
 
 

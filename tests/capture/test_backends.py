@@ -220,3 +220,27 @@ def test_a_function_capture_cannot_take_runs_through_dynamo_on_any_backend(kind)
         assert len(graphs) == 2
         assert all(n.target.namespace == "aten" for g in graphs for n in g.graph.nodes if n.op == "call_function"
                    and hasattr(n.target, "namespace"))
+
+
+class InPlaceActivations(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+        self.act = torch.nn.Hardswish(inplace=True)
+        self.cell = torch.nn.LSTMCell(4, 5)
+
+    def forward(self, x, state):
+        h = self.act(self.conv(x)).mean((-1, -2))
+        return self.cell(h, state)[0].sum()
+
+
+def test_in_place_ops_and_lstm_cells_compile_forward_and_backward():
+    # hardswish_ decomposed as copy_(x, hardswish(x)) wrote over the x its backward saved, and
+    # lstm_cell's gates (pieces of unsafe_split, updated in place) became split_with_sizes outputs,
+    # which autograd does not let anyone write to: AOTAutograd refused both, torch replayed them
+    model = InPlaceActivations()
+    x = torch.randn(2, 3, 6, 6, requires_grad=True)
+    state = (torch.randn(2, 5), torch.randn(2, 5))
+    f = check(model, [((x, state), {})], backend="fuselens")
+    (region,) = f._fl_forward._fuselens.variants()[0].regions
+    assert region.autograd.startswith("compiled forward and backward"), region.autograd
