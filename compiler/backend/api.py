@@ -43,15 +43,19 @@ class CompileInfo:
     extern_details: list = field(default_factory=list)  # KernelDetail per extern torch call, in run order
 
 
+NUMBERS = (bool, int, float)
+MAX_NUMBER_VARIANTS = 8  # values of Python-number inputs compiled for; others run with torch
+
+
 def _strict() -> bool:
     return os.environ.get("FUSELENS_STRICT") == "1"
 
 
 def _check_graph(gm: torch.fx.GraphModule, example_inputs, devices: set):
     for a in example_inputs:
-        if not isinstance(a, torch.Tensor):
+        if not isinstance(a, (torch.Tensor, *NUMBERS)):
             return f"non-tensor input {type(a).__name__}"
-        if a.device.type not in devices:
+        if isinstance(a, torch.Tensor) and a.device.type not in devices:
             return f"input on {a.device}, backend needs {'/'.join(sorted(devices))}"
     for n in gm.graph.nodes:
         schema = getattr(n.target, "_schema", None)
@@ -139,9 +143,82 @@ def build(gm: torch.fx.GraphModule, example_inputs, device_backend: str = "cpp")
     return runner, info
 
 
+def _constants_lifted(gm: torch.fx.GraphModule):
+    """(a copy of `gm` whose tensor constants are placeholders after its inputs, those tensors), or
+    None when it reads none."""
+    import copy
+    reads = [n for n in gm.graph.nodes if n.op == "get_attr"]
+    values = [getattr(gm, n.target, None) for n in reads]
+    if not reads or not all(isinstance(v, torch.Tensor) for v in values):
+        return None
+    graph = copy.deepcopy(gm.graph)
+    last = [n for n in graph.nodes if n.op == "placeholder"][-1:]
+    for node in [n for n in graph.nodes if n.op == "get_attr"]:
+        at = graph.inserting_after(last[0]) if last else graph.inserting_before(next(iter(graph.nodes)))
+        with at:
+            placeholder = graph.placeholder(f"const_{node.name}")
+        placeholder.meta = dict(node.meta)
+        node.replace_all_uses_with(placeholder)
+        graph.erase_node(node)
+        last = [placeholder]
+    return torch.fx.GraphModule(gm, graph), values
+
+
+def _numbers_baked_in(gm: torch.fx.GraphModule, numbers: dict) -> torch.fx.GraphModule:
+    """A copy of `gm` whose Python-number inputs (position -> value) are constants in the graph."""
+    import copy
+    graph = copy.deepcopy(gm.graph)
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    for i, value in numbers.items():
+        node = placeholders[i]
+        for user in list(node.users):
+            user.args = torch.fx.node.map_arg(user.args, lambda a: value if a is node else a)
+            user.kwargs = torch.fx.node.map_arg(user.kwargs, lambda a: value if a is node else a)
+        graph.erase_node(node)
+    return torch.fx.GraphModule(gm, graph)
+
+
+class _NumbersBaked:
+    """A runner compiled with some inputs' Python-number values baked in: it runs for those values
+    (the same type and value) and takes the tensor inputs alone."""
+
+    def __init__(self, runner, numbers: dict, arity: int):
+        self.runner = runner
+        picks = [i for i in range(arity) if i not in numbers]
+        checks = list(numbers.items())
+
+        def tensors(args):
+            return [args[i] for i in picks]
+
+        def run(*args):
+            return runner.run(*tensors(args))
+
+        def matches(args):
+            return len(args) == arity and all(type(args[i]) is type(v) and args[i] == v for i, v in checks) \
+                and runner.matches(tensors(args))
+        self.run, self.matches, self._tensors = run, matches, tensors
+
+    def __call__(self, *args):
+        return self.run(*args)
+
+    def profile_kernels(self, args, repeats):
+        return self.runner.profile_kernels(self._tensors(args), repeats)
+
+
 def compile_graph(gm: torch.fx.GraphModule, example_inputs, *, device_backend: str | None = None):
     """A callable equivalent to `gm` (an FX graph of aten ops), specialized to the example inputs'
     shapes and strides; other shapes compile again on first use."""
+    lifted = _constants_lifted(gm)
+    if lifted is not None:  # tensor constants (get_attr): inputs after the caller's
+        gm, constants = lifted
+        inner = compile_graph(gm, [*example_inputs, *constants], device_backend=device_backend)
+
+        def with_constants(*args):
+            return inner(*args, *constants)
+        with_constants.fuselens_info = inner.fuselens_info
+        with_constants.profile_kernels = lambda *args, repeats=10: inner.profile_kernels(*args, *constants,
+                                                                                      repeats=repeats)
+        return with_constants
     if device_backend is None:
         cuda = any(isinstance(a, torch.Tensor) and a.is_cuda for a in example_inputs)
         device_backend = "triton" if cuda else "cpp"
@@ -149,18 +226,31 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, *, device_backend: s
         {"cuda", "cpu"} if os.environ.get("TRITON_INTERPRET") == "1" else {"cuda"})
     reason = _check_graph(gm, example_inputs, devices)
     variants: dict = {}
+    number_variants: list = []  # keys of the variants compiled for values of Python-number inputs
     info = CompileInfo(backend=device_backend)
 
     def fallback(*args):
         return gm(*args)
 
     def get(args):
-        key = tuple((tuple(a.shape), a.stride(), a.dtype) if isinstance(a, torch.Tensor) else type(a) for a in args)
+        key = tuple((tuple(a.shape), a.stride(), a.dtype) if isinstance(a, torch.Tensor) else (type(a), a)
+                    for a in args)
         runner = variants.get(key)
         if runner is None:
             try:
-                _ensure_meta(gm, args)
-                runner, new_info = build(gm, args, device_backend)
+                numbers = {i: a for i, a in enumerate(args) if not isinstance(a, torch.Tensor)}
+                if numbers:
+                    if len(number_variants) >= MAX_NUMBER_VARIANTS:
+                        raise RuntimeError(f"more than {MAX_NUMBER_VARIANTS} values of its number inputs")
+                    number_variants.append(key)
+                    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+                    baked = _numbers_baked_in(gm, numbers)
+                    _ensure_meta(baked, tensors)
+                    runner, new_info = build(baked, tensors, device_backend)
+                    runner = _NumbersBaked(runner, numbers, len(args))
+                else:
+                    _ensure_meta(gm, args)
+                    runner, new_info = build(gm, args, device_backend)
                 info.__dict__.update(new_info.__dict__)
             except Exception as e:  # noqa: BLE001 - any failure means: run with torch
                 if _strict():
