@@ -43,19 +43,15 @@ class CompileInfo:
     extern_details: list = field(default_factory=list)  # KernelDetail per extern torch call, in run order
 
 
-NUMBERS = (bool, int, float)
-MAX_NUMBER_VARIANTS = 8  # values of Python-number inputs compiled for; others run with torch
-
-
 def _strict() -> bool:
     return os.environ.get("FUSELENS_STRICT") == "1"
 
 
 def _check_graph(gm: torch.fx.GraphModule, example_inputs, devices: set):
     for a in example_inputs:
-        if not isinstance(a, (torch.Tensor, *NUMBERS)):
+        if not isinstance(a, torch.Tensor):
             return f"non-tensor input {type(a).__name__}"
-        if isinstance(a, torch.Tensor) and a.device.type not in devices:
+        if a.device.type not in devices:
             return f"input on {a.device}, backend needs {'/'.join(sorted(devices))}"
     for n in gm.graph.nodes:
         schema = getattr(n.target, "_schema", None)
@@ -164,47 +160,6 @@ def _constants_lifted(gm: torch.fx.GraphModule):
     return torch.fx.GraphModule(gm, graph), values
 
 
-def _numbers_baked_in(gm: torch.fx.GraphModule, numbers: dict) -> torch.fx.GraphModule:
-    """A copy of `gm` whose Python-number inputs (position -> value) are constants in the graph."""
-    import copy
-    graph = copy.deepcopy(gm.graph)
-    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-    for i, value in numbers.items():
-        node = placeholders[i]
-        for user in list(node.users):
-            user.args = torch.fx.node.map_arg(user.args, lambda a: value if a is node else a)
-            user.kwargs = torch.fx.node.map_arg(user.kwargs, lambda a: value if a is node else a)
-        graph.erase_node(node)
-    return torch.fx.GraphModule(gm, graph)
-
-
-class _NumbersBaked:
-    """A runner compiled with some inputs' Python-number values baked in: it runs for those values
-    (the same type and value) and takes the tensor inputs alone."""
-
-    def __init__(self, runner, numbers: dict, arity: int):
-        self.runner = runner
-        picks = [i for i in range(arity) if i not in numbers]
-        checks = list(numbers.items())
-
-        def tensors(args):
-            return [args[i] for i in picks]
-
-        def run(*args):
-            return runner.run(*tensors(args))
-
-        def matches(args):
-            return len(args) == arity and all(type(args[i]) is type(v) and args[i] == v for i, v in checks) \
-                and runner.matches(tensors(args))
-        self.run, self.matches, self._tensors = run, matches, tensors
-
-    def __call__(self, *args):
-        return self.run(*args)
-
-    def profile_kernels(self, args, repeats):
-        return self.runner.profile_kernels(self._tensors(args), repeats)
-
-
 def compile_graph(gm: torch.fx.GraphModule, example_inputs, *, device_backend: str | None = None):
     """A callable equivalent to `gm` (an FX graph of aten ops), specialized to the example inputs'
     shapes and strides; other shapes compile again on first use."""
@@ -226,31 +181,18 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, *, device_backend: s
         {"cuda", "cpu"} if os.environ.get("TRITON_INTERPRET") == "1" else {"cuda"})
     reason = _check_graph(gm, example_inputs, devices)
     variants: dict = {}
-    number_variants: list = []  # keys of the variants compiled for values of Python-number inputs
     info = CompileInfo(backend=device_backend)
 
     def fallback(*args):
         return gm(*args)
 
     def get(args):
-        key = tuple((tuple(a.shape), a.stride(), a.dtype) if isinstance(a, torch.Tensor) else (type(a), a)
-                    for a in args)
+        key = tuple((tuple(a.shape), a.stride(), a.dtype) if isinstance(a, torch.Tensor) else type(a) for a in args)
         runner = variants.get(key)
         if runner is None:
             try:
-                numbers = {i: a for i, a in enumerate(args) if not isinstance(a, torch.Tensor)}
-                if numbers:
-                    if len(number_variants) >= MAX_NUMBER_VARIANTS:
-                        raise RuntimeError(f"more than {MAX_NUMBER_VARIANTS} values of its number inputs")
-                    number_variants.append(key)
-                    tensors = [a for a in args if isinstance(a, torch.Tensor)]
-                    baked = _numbers_baked_in(gm, numbers)
-                    _ensure_meta(baked, tensors)
-                    runner, new_info = build(baked, tensors, device_backend)
-                    runner = _NumbersBaked(runner, numbers, len(args))
-                else:
-                    _ensure_meta(gm, args)
-                    runner, new_info = build(gm, args, device_backend)
+                _ensure_meta(gm, args)
+                runner, new_info = build(gm, args, device_backend)
                 info.__dict__.update(new_info.__dict__)
             except Exception as e:  # noqa: BLE001 - any failure means: run with torch
                 if _strict():
